@@ -1,0 +1,1 @@
+"""Storage backends: each sees only bytes and envelopes (see :mod:`events.backends.base`)."""

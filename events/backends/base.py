@@ -1,0 +1,81 @@
+"""The seam between the typed store and a storage engine: bytes and envelopes only."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import msgspec
+
+from ..envelope import EventMetadata, NewRecord, StoredRecord
+
+__all__ = ["ANY", "NO_STREAM", "SnapshotRecord", "StorageBackend", "check_expected_version"]
+
+#: ``expected_version`` that accepts any current version.
+ANY = -1
+#: ``expected_version`` that requires the stream to have no events yet.
+NO_STREAM = 0
+
+
+class SnapshotRecord(msgspec.Struct, frozen=True):
+    """The latest saved state of one stream, as encoded bytes."""
+
+    stream: str
+    version: int
+    state_type: str
+    payload: bytes
+    recorded_at: float
+
+
+class StorageBackend(Protocol):
+    """What every backend implements. It never encodes or decodes events.
+
+    Invariants every backend keeps (the contract suite checks them):
+    positions are global, gapless from 1 and become visible to readers in order;
+    versions are per stream from 1; an append is all or nothing; a repeated
+    idempotency key returns the first append's records and writes nothing.
+    """
+
+    async def open(self) -> None: ...
+
+    async def append(
+        self,
+        stream: str,
+        records: Sequence[NewRecord],
+        expected_version: int,
+        metadata: EventMetadata,
+    ) -> list[StoredRecord]: ...
+
+    async def read_stream(
+        self, stream: str, from_version: int, limit: int | None
+    ) -> list[StoredRecord]: ...
+
+    async def read_all(
+        self,
+        from_position: int,
+        limit: int,
+        stream_prefix: str | None,
+        types: Sequence[str] | None,
+    ) -> list[StoredRecord]: ...
+
+    async def stream_version(self, stream: str) -> int: ...
+
+    async def head_position(self) -> int: ...
+
+    async def wait_for_append(self, after_position: int, timeout: float) -> None:
+        """Return once the head is past ``after_position``, or after ``timeout`` seconds."""
+        ...
+
+    async def save_snapshot(self, snapshot: SnapshotRecord) -> None: ...
+
+    async def load_snapshot(self, stream: str) -> SnapshotRecord | None: ...
+
+    async def close(self) -> None: ...
+
+
+def check_expected_version(stream: str, expected: int, actual: int) -> None:
+    """Raise :class:`VersionConflict` unless ``actual`` satisfies ``expected``."""
+    from ..errors import VersionConflict
+
+    if expected != ANY and expected != actual:
+        raise VersionConflict(stream, expected, actual)

@@ -1,0 +1,299 @@
+"""The embedded default backend: one SQLite file in WAL mode, on aiosqlite.
+
+One writer task does group commit: appends that arrive while a transaction is being
+written wait in a queue and are committed together in the next one, each with its own
+result or its own :class:`VersionConflict`. A whole batch runs as one call on aiosqlite's
+thread, because every ``await`` on an aiosqlite connection is a thread hop. Reads use
+their own connection. ``synchronous=FULL`` by default, so an acknowledged append is on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import aiosqlite
+import structlog
+
+from ..envelope import EventMetadata, NewRecord, StoredRecord
+from ..errors import EventStoreError, StoreClosed, StoreUnavailable
+from .base import SnapshotRecord
+from .sqlite_schema import WriterLock, check_or_create_schema, check_schema
+from .sqlite_writer import AppendRequest, BatchWriter, SnapshotRequest
+
+__all__ = ["SqliteBackend"]
+
+_T = TypeVar("_T")
+_log = structlog.get_logger("clawlog.events.sqlite")
+_COLUMNS = (
+    "position, stream, version, type, schema_version, payload, recorded_at, "
+    "correlation_id, causation_id, actor, idempotency_key"
+)
+Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
+
+
+class SqliteBackend:
+    """An SQLite event log. ``read_only=True`` opens a follower that never writes."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: Synchronous = "FULL",
+        read_only: bool = False,
+        max_batch: int = 1000,
+        poll_interval: float = 0.05,
+    ) -> None:
+        if synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
+        self.path = Path(path)
+        self.synchronous = synchronous
+        self.read_only = read_only
+        self._max_batch = max_batch
+        self._poll_interval = poll_interval
+        self._lock = WriterLock(self.path)
+        self._writer: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None
+        self._batch: BatchWriter | None = None
+        self._queue: list[AppendRequest | SnapshotRequest] = []
+        self._wake = asyncio.Event()
+        self._writer_task: asyncio.Task[None] | None = None
+        self._head = 0
+        self._head_changed = asyncio.Event()
+        self._state: Literal["unopened", "open", "closed"] = "unopened"
+
+    # -- lifecycle ----------------------------------------------------------------------
+    async def open(self) -> None:
+        if self._state != "unopened":
+            raise EventStoreError(f"this SqliteBackend is {self._state}; create a new one")
+        if self.read_only:
+            if not self.path.exists():
+                raise EventStoreError(f"{self.path} does not exist")
+            await self._open_reader(f"file:{self.path}?mode=ro")
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._lock.acquire()
+            try:
+                await self._open_writer()
+                await self._open_reader(str(self.path))
+            except BaseException:
+                await self._close_connections()
+                self._lock.release()
+                raise
+        self._state = "open"
+
+    async def _open_writer(self) -> None:
+        self._writer = await _connect(str(self.path))
+        await self._writer.execute("PRAGMA journal_mode=WAL")
+        await self._writer.execute(f"PRAGMA synchronous={self.synchronous}")
+        await self._writer.execute("PRAGMA busy_timeout=5000")
+        await _on_thread(self._writer, check_or_create_schema, str(self.path))
+        self._batch = BatchWriter(self._max_batch)
+        self._head = await _on_thread(self._writer, self._batch.load_head)
+        self._writer_task = asyncio.create_task(self._run_writer(), name="clawlog-sqlite-writer")
+
+    async def _open_reader(self, uri: str) -> None:
+        self._reader = await _connect(uri, uri=uri.startswith("file:"))
+        await self._reader.execute("PRAGMA busy_timeout=5000")
+        await self._reader.execute("PRAGMA query_only=1")
+        if await _on_thread(self._reader, check_schema, str(self.path)) is False:
+            raise EventStoreError(f"{self.path} holds no clawlog log yet")
+        if self.read_only:
+            self._head = await self.head_position_from_disk()
+
+    async def close(self) -> None:
+        if self._state == "closed":
+            return
+        was_open = self._state == "open"
+        self._state = "closed"
+        if self._writer_task is not None:
+            self._wake.set()
+            await asyncio.shield(self._writer_task)
+        await self._close_connections()
+        if was_open and not self.read_only:
+            self._lock.release()
+        self._head_changed.set()
+
+    async def _close_connections(self) -> None:
+        for conn in (self._writer, self._reader):
+            if conn is not None:
+                await conn.close()
+
+    # -- writing ------------------------------------------------------------------------
+    async def append(
+        self,
+        stream: str,
+        records: Sequence[NewRecord],
+        expected_version: int,
+        metadata: EventMetadata,
+    ) -> list[StoredRecord]:
+        self._check_writable()
+        request = AppendRequest(stream, records, expected_version, metadata)
+        return await self._enqueue(request)  # type: ignore[no-any-return]
+
+    async def save_snapshot(self, snapshot: SnapshotRecord) -> None:
+        self._check_writable()
+        await self._enqueue(SnapshotRequest(snapshot))
+
+    async def _enqueue(self, request: AppendRequest | SnapshotRequest) -> Any:
+        request.future = asyncio.get_running_loop().create_future()
+        self._queue.append(request)
+        self._wake.set()
+        return await request.future
+
+    async def _run_writer(self) -> None:
+        assert self._writer is not None and self._batch is not None
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._queue:
+                batch = self._queue[: self._max_batch]
+                del self._queue[: self._max_batch]
+                await self._commit(batch)
+            if self._state == "closed":
+                return
+
+    async def _commit(self, batch: list[AppendRequest | SnapshotRequest]) -> None:
+        assert self._writer is not None and self._batch is not None
+        try:
+            outcomes = await _on_thread(self._writer, self._batch.commit, batch)
+        except (sqlite3.Error, ValueError) as exc:
+            _log.error("sqlite batch commit failed", error=str(exc), batch=len(batch))
+            failure = StoreUnavailable(f"writing {self.path} failed: {exc}")
+            outcomes = [failure] * len(batch)
+        for request, outcome in zip(batch, outcomes, strict=True):
+            assert request.future is not None
+            if request.future.done():  # the caller was cancelled; the append still happened
+                continue
+            if isinstance(outcome, BaseException):
+                request.future.set_exception(outcome)
+            else:
+                request.future.set_result(outcome)
+        if self._batch.head != self._head:
+            self._head = self._batch.head
+            self._head_changed.set()
+            self._head_changed = asyncio.Event()
+
+    # -- reading ------------------------------------------------------------------------
+    async def read_stream(
+        self, stream: str, from_version: int, limit: int | None
+    ) -> list[StoredRecord]:
+        sql = f"SELECT {_COLUMNS} FROM events WHERE stream = ? AND version >= ? ORDER BY version"
+        params: list[Any] = [stream, from_version]
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return await self._fetch(sql, params)
+
+    async def read_all(
+        self,
+        from_position: int,
+        limit: int,
+        stream_prefix: str | None,
+        types: Sequence[str] | None,
+    ) -> list[StoredRecord]:
+        sql = f"SELECT {_COLUMNS} FROM events WHERE position >= ?"
+        params: list[Any] = [from_position]
+        if stream_prefix is not None:
+            sql += r" AND stream LIKE ? ESCAPE '\'"
+            escaped = stream_prefix.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_")
+            params.append(escaped + "%")
+        if types is not None:
+            sql += f" AND type IN ({','.join('?' * len(types))})"
+            params.extend(types)
+        sql += " ORDER BY position LIMIT ?"
+        params.append(limit)
+        return await self._fetch(sql, params)
+
+    async def _fetch(self, sql: str, params: Sequence[Any]) -> list[StoredRecord]:
+        reader = self._check_readable()
+        rows = await _on_thread(reader, _fetch_records, sql, params)
+        return rows
+
+    async def stream_version(self, stream: str) -> int:
+        reader = self._check_readable()
+        if self._batch is not None:
+            cached = self._batch.versions.get(stream)
+            if cached is not None:
+                return cached
+        rows = await reader.execute_fetchall(
+            "SELECT max(version) FROM events WHERE stream = ?", (stream,)
+        )
+        return int(list(rows)[0][0] or 0)
+
+    async def head_position(self) -> int:
+        self._check_readable()
+        if self.read_only:
+            return await self.head_position_from_disk()
+        return self._head
+
+    async def head_position_from_disk(self) -> int:
+        assert self._reader is not None
+        rows = await self._reader.execute_fetchall("SELECT max(position) FROM events")
+        return int(list(rows)[0][0] or 0)
+
+    async def wait_for_append(self, after_position: int, timeout: float) -> None:
+        self._check_readable()
+        if self.read_only:  # another process writes: poll the file
+            deadline = time.monotonic() + timeout
+            while await self.head_position_from_disk() <= after_position:
+                if self._state == "closed" or time.monotonic() >= deadline:
+                    return
+                await asyncio.sleep(min(self._poll_interval, timeout))
+            return
+        if self._head > after_position:
+            return
+        changed = self._head_changed
+        try:
+            await asyncio.wait_for(changed.wait(), timeout)
+        except TimeoutError:
+            pass
+
+    async def load_snapshot(self, stream: str) -> SnapshotRecord | None:
+        reader = self._check_readable()
+        rows = list(
+            await reader.execute_fetchall(
+                "SELECT stream, version, state_type, payload, recorded_at "
+                "FROM snapshots WHERE stream = ?",
+                (stream,),
+            )
+        )
+        return SnapshotRecord(*rows[0]) if rows else None
+
+    # -- state checks -------------------------------------------------------------------
+    def _check_writable(self) -> None:
+        if self._state != "open":
+            raise StoreClosed(f"the store for {self.path} is {self._state}")
+        if self.read_only:
+            raise EventStoreError(f"{self.path} was opened read-only")
+
+    def _check_readable(self) -> aiosqlite.Connection:
+        if self._state != "open" or self._reader is None:
+            raise StoreClosed(f"the store for {self.path} is {self._state}")
+        return self._reader
+
+
+async def _connect(database: str, *, uri: bool = False) -> aiosqlite.Connection:
+    try:
+        conn = aiosqlite.connect(database, uri=uri, isolation_level=None)
+        conn.daemon = True
+        return await conn
+    except sqlite3.Error as exc:
+        raise EventStoreError(f"cannot open {database}: {exc}") from exc
+
+
+async def _on_thread(conn: aiosqlite.Connection, fn: Callable[..., _T], *args: Any) -> _T:
+    """Run ``fn(sqlite3_connection, *args)`` as ONE call on the connection's own thread.
+
+    aiosqlite has no public API for this; ``_execute`` is what its own methods use
+    (pinned to aiosqlite < 0.23 in pyproject.toml).
+    """
+    return await conn._execute(lambda: fn(conn._conn, *args))  # type: ignore[no-any-return]
+
+
+def _fetch_records(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[StoredRecord]:
+    return [StoredRecord(*row) for row in conn.execute(sql, params)]

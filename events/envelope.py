@@ -1,0 +1,72 @@
+"""What surrounds an event: the metadata a writer gives and the envelope the store records."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import msgspec
+
+from .base import Event, UnknownEvent
+
+__all__ = ["EventMetadata", "NewRecord", "RecordedEvent", "StoredRecord"]
+
+
+class EventMetadata(msgspec.Struct, frozen=True, kw_only=True):
+    """Who and what caused an append. Applies to every event of one append call."""
+
+    #: The user turn or job that caused the events.
+    correlation_id: str | None = None
+    #: The event or message that directly caused them.
+    causation_id: str | None = None
+    #: Who wrote them (an actor path such as ``session/main/u1``).
+    actor: str | None = None
+    #: A repeated key returns the original envelopes and writes nothing.
+    idempotency_key: str | None = None
+
+
+class RecordedEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """A decoded event with its envelope, as readers see it."""
+
+    #: Global, gapless order of the log, from 1.
+    position: int
+    stream: str
+    #: Order within the stream, from 1.
+    version: int
+    #: The event's stable tag.
+    type: str
+    event: Event | UnknownEvent
+    #: Seconds since the epoch (UTC) at which the store committed it.
+    recorded_at: float
+    correlation_id: str | None = None
+    causation_id: str | None = None
+    actor: str | None = None
+    idempotency_key: str | None = None
+    schema_version: int = 1
+
+    @property
+    def recorded_datetime(self) -> dt.datetime:
+        return dt.datetime.fromtimestamp(self.recorded_at, dt.UTC)
+
+
+class NewRecord(msgspec.Struct, frozen=True):
+    """An encoded event on its way into a backend: the backend sees only bytes."""
+
+    type: str
+    schema_version: int
+    payload: bytes
+
+
+class StoredRecord(msgspec.Struct, frozen=True, array_like=True):
+    """A row as a backend returns it; decoding happens outside the backend."""
+
+    position: int
+    stream: str
+    version: int
+    type: str
+    schema_version: int
+    payload: bytes
+    recorded_at: float
+    correlation_id: str | None = None
+    causation_id: str | None = None
+    actor: str | None = None
+    idempotency_key: str | None = None

@@ -1,0 +1,53 @@
+"""Open an event store from a location string."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .backends.base import StorageBackend
+from .backends.memory import MemoryBackend
+from .backends.sqlite import SqliteBackend
+from .domain import default_registry
+from .registry import EventRegistry
+from .store import DEFAULT_MAX_PAYLOAD_BYTES, EventStore
+
+__all__ = ["backend_for", "open_store"]
+
+
+def backend_for(location: str | Path, **options: Any) -> StorageBackend:
+    """The backend a location names: ``memory:``, ``postgresql://…`` or an SQLite path."""
+    text = str(location)
+    if text == "memory:":
+        return MemoryBackend()
+    if text.startswith(("postgresql://", "postgres://")):
+        from .backends.postgres import PostgresBackend  # asyncpg is an optional dependency
+
+        return PostgresBackend(text, **options)
+    if not text or text.startswith(("http://", "https://")):
+        raise ValueError(f"not a store location: {text!r} (an SQLite path, memory: or postgresql://)")
+    return SqliteBackend(Path(text), **options)
+
+
+async def open_store(
+    location: str | Path | StorageBackend,
+    *,
+    registry: EventRegistry | None = None,
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    **backend_options: Any,
+) -> EventStore:
+    """Open (creating if needed) the event store at ``location`` and return it.
+
+    ``location`` is an SQLite file path (the embedded default), ``"memory:"``, a
+    ``postgresql://`` URL, or an unopened backend instance. Use it as an async context
+    manager or call ``await store.close()``.
+    """
+    backend = (
+        location
+        if not isinstance(location, str | Path)
+        else backend_for(location, **backend_options)
+    )
+    await backend.open()
+    return EventStore(
+        backend, registry or default_registry(), max_payload_bytes=max_payload_bytes
+    )

@@ -1,0 +1,257 @@
+"""The typed event store: validates, encodes and decodes; a backend keeps the bytes."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+import msgspec
+import structlog
+
+from .backends.base import ANY, NO_STREAM, SnapshotRecord, StorageBackend
+from .base import Event
+from .envelope import EventMetadata, NewRecord, RecordedEvent, StoredRecord
+from .errors import CorruptEvent, InvalidAppend, PayloadTooLarge, StoreClosed
+from .registry import EventRegistry
+from .subscription import Subscription
+
+__all__ = ["ANY", "DEFAULT_MAX_PAYLOAD_BYTES", "NO_STREAM", "EventStore", "Snapshot", "validate_stream"]
+
+S = TypeVar("S")
+DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
+_MAX_EVENTS_PER_APPEND = 10_000
+_STREAM_NAME = re.compile(r"[A-Za-z0-9_.:@+=#~,>-]+(?:/[A-Za-z0-9_.:@+=#~,>-]+)*")
+_log = structlog.get_logger("clawlog.events")
+
+
+class Snapshot(msgspec.Struct, frozen=True, kw_only=True):
+    """A decoded snapshot: the state of ``stream`` after ``version``."""
+
+    stream: str
+    version: int
+    state: Any
+    recorded_at: float
+
+
+def validate_stream(stream: object) -> str:
+    """Return ``stream`` if it is a valid stream name, else raise :class:`InvalidAppend`.
+
+    Valid: 1-256 characters of ``A-Z a-z 0-9 _ . : @ + = # ~ , > -`` in ``/``-separated
+    segments (``session/main/u1``, ``link/a->b``). No spaces, control characters, empty
+    segments, wildcards or quotes.
+    """
+    if not isinstance(stream, str):
+        raise InvalidAppend(f"a stream name must be a string, not {type(stream).__name__}")
+    if not 0 < len(stream) <= 256 or _STREAM_NAME.fullmatch(stream) is None:
+        raise InvalidAppend(
+            f"invalid stream name {stream!r}: use 1-256 characters from A-Z a-z 0-9 _.:@+=#~,>- "
+            "in '/'-separated segments, with no empty segment"
+        )
+    return stream
+
+
+class EventStore:
+    """The event log as the rest of clawlog sees it. Bound to the asyncio loop that opened it.
+
+    ``append`` takes ``expected_version``: an exact version (``NO_STREAM`` = 0 for a new
+    stream) or ``ANY``. Positions are global and gapless; versions count per stream from 1.
+    """
+
+    def __init__(
+        self,
+        backend: StorageBackend,
+        registry: EventRegistry,
+        *,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+    ) -> None:
+        self.backend = backend
+        self.registry = registry
+        self.max_payload_bytes = max_payload_bytes
+        self._closed = False
+        self._snapshot_encoder = msgspec.msgpack.Encoder()
+
+    async def __aenter__(self) -> EventStore:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Flush pending appends and close. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.backend.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- writing ------------------------------------------------------------------------
+    async def append(
+        self,
+        stream: str,
+        events: Sequence[Event],
+        expected_version: int,
+        metadata: EventMetadata | None = None,
+    ) -> list[RecordedEvent]:
+        """Append ``events`` atomically to ``stream``; return them with their envelopes.
+
+        Raises :class:`VersionConflict` if the stream is not at ``expected_version``,
+        :class:`InvalidAppend` (nothing written) for bad input.
+        """
+        self._check_open()
+        validate_stream(stream)
+        if isinstance(events, Event) or not isinstance(events, Sequence):
+            raise InvalidAppend("events must be a list of Event instances")
+        if not events:
+            raise InvalidAppend(f"nothing to append to {stream!r}: the list of events is empty")
+        if len(events) > _MAX_EVENTS_PER_APPEND:
+            raise InvalidAppend(f"{len(events)} events in one append; at most {_MAX_EVENTS_PER_APPEND}")
+        if type(expected_version) is not int or expected_version < ANY:
+            raise InvalidAppend(
+                f"expected_version must be an int >= {NO_STREAM} or ANY ({ANY}), "
+                f"not {expected_version!r}"
+            )
+        meta = metadata if metadata is not None else EventMetadata()
+        if not isinstance(meta, EventMetadata):
+            raise InvalidAppend("metadata must be an events.EventMetadata")
+        records = [self._encode(stream, event) for event in events]
+        stored = await self.backend.append(stream, records, expected_version, meta)
+        if stored and stored[0].payload is records[0].payload:  # fresh: reuse the objects
+            return [_envelope(r, e) for r, e in zip(stored, events, strict=True)]
+        return [self._decode(r) for r in stored]
+
+    def _encode(self, stream: str, event: object) -> NewRecord:
+        if not isinstance(event, Event):
+            raise InvalidAppend(
+                f"cannot append {type(event).__name__} to {stream!r}: only events.Event instances"
+            )
+        tag, schema_version, payload = self.registry.encode(event)
+        if len(payload) > self.max_payload_bytes:
+            raise PayloadTooLarge(
+                f"{tag} event for {stream!r} is {len(payload)} bytes encoded; the limit is "
+                f"{self.max_payload_bytes} (store large blobs elsewhere and record a reference)"
+            )
+        return NewRecord(tag, schema_version, payload)
+
+    # -- reading ------------------------------------------------------------------------
+    async def read_stream(
+        self, stream: str, from_version: int = 1, limit: int | None = None
+    ) -> list[RecordedEvent]:
+        """Events of ``stream`` from ``from_version`` (inclusive), in version order."""
+        self._check_open()
+        validate_stream(stream)
+        rows = await self.backend.read_stream(stream, from_version, limit)
+        return [self._decode(r) for r in rows]
+
+    async def read_all(
+        self,
+        from_position: int = 1,
+        limit: int = 1000,
+        *,
+        stream_prefix: str | None = None,
+        types: Sequence[str] | None = None,
+    ) -> list[RecordedEvent]:
+        """Up to ``limit`` events from ``from_position`` (inclusive) in global order."""
+        self._check_open()
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        rows = await self.backend.read_all(from_position, limit, stream_prefix, _types(types))
+        return [self._decode(r) for r in rows]
+
+    def subscribe(
+        self,
+        from_position: int = 1,
+        *,
+        stream_prefix: str | None = None,
+        types: Sequence[str] | None = None,
+        batch_size: int = 500,
+    ) -> Subscription:
+        """Catch up from ``from_position`` (inclusive), then follow live appends.
+
+        Use as ``async with store.subscribe(p) as events: async for e in events: ...``.
+        """
+        self._check_open()
+        return Subscription(self, from_position, stream_prefix, _types(types), batch_size)
+
+    async def stream_version(self, stream: str) -> int:
+        """The stream's current version (0 if it has no events)."""
+        self._check_open()
+        return await self.backend.stream_version(validate_stream(stream))
+
+    async def head_position(self) -> int:
+        """The position of the newest event (0 for an empty log)."""
+        self._check_open()
+        return await self.backend.head_position()
+
+    # -- snapshots ----------------------------------------------------------------------
+    async def save_snapshot(self, stream: str, version: int, state: msgspec.Struct) -> None:
+        """Save ``state`` as the state of ``stream`` after ``version``. Older ones are replaced."""
+        self._check_open()
+        validate_stream(stream)
+        payload = self._snapshot_encoder.encode(state)
+        state_type = f"{type(state).__module__}.{type(state).__qualname__}"
+        await self.backend.save_snapshot(
+            SnapshotRecord(stream, version, state_type, payload, time.time())
+        )
+
+    async def load_snapshot(self, stream: str, state_type: type[S]) -> Snapshot | None:
+        """The latest snapshot of ``stream`` decoded as ``state_type``, or None.
+
+        A snapshot that no longer decodes (the state class changed) is ignored: the caller
+        folds the stream from the start instead, which is always correct.
+        """
+        self._check_open()
+        record = await self.backend.load_snapshot(validate_stream(stream))
+        if record is None:
+            return None
+        try:
+            state = msgspec.msgpack.decode(record.payload, type=state_type)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            _log.warning("snapshot ignored", stream=stream, version=record.version, error=str(exc))
+            return None
+        return Snapshot(
+            stream=record.stream, version=record.version, state=state, recorded_at=record.recorded_at
+        )
+
+    # -- helpers ------------------------------------------------------------------------
+    def _decode(self, row: StoredRecord) -> RecordedEvent:
+        try:
+            event = self.registry.decode(row.type, row.schema_version, row.payload)
+        except (msgspec.DecodeError, msgspec.ValidationError, TypeError, ValueError) as exc:
+            raise CorruptEvent(row.position, row.stream, row.type, str(exc)) from exc
+        return _envelope(row, event)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosed("the event store is closed")
+
+
+def _envelope(row: StoredRecord, event: Any) -> RecordedEvent:
+    return RecordedEvent(
+        position=row.position,
+        stream=row.stream,
+        version=row.version,
+        type=row.type,
+        event=event,
+        recorded_at=row.recorded_at,
+        correlation_id=row.correlation_id,
+        causation_id=row.causation_id,
+        actor=row.actor,
+        idempotency_key=row.idempotency_key,
+        schema_version=row.schema_version,
+    )
+
+
+def _types(types: Sequence[str] | None) -> list[str] | None:
+    if types is None:
+        return None
+    if isinstance(types, str):
+        raise ValueError("types must be a list of tags, not one string")
+    return list(types)

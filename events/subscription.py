@@ -1,0 +1,97 @@
+"""Catch-up-then-live subscriptions over any backend.
+
+A subscription always reads from the store by position, so the switch from catching up
+to following live can neither skip nor repeat an event: it only changes how long the
+next read waits. Backends guarantee positions become visible in order.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from .envelope import RecordedEvent
+
+if TYPE_CHECKING:
+    from .store import EventStore
+
+__all__ = ["Subscription"]
+
+
+class Subscription:
+    """An async iterator of :class:`RecordedEvent` that never ends until closed."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        from_position: int,
+        stream_prefix: str | None,
+        types: Sequence[str] | None,
+        batch_size: int,
+        wait_timeout: float = 1.0,
+    ) -> None:
+        self._store = store
+        self._next = max(from_position, 1)
+        self._prefix = stream_prefix
+        self._types = types
+        self._batch_size = batch_size
+        self._wait_timeout = wait_timeout
+        self._buffer: deque[RecordedEvent] = deque()
+        self._closed = False
+
+    @property
+    def next_position(self) -> int:
+        """The position the next read starts from (after everything already yielded)."""
+        return self._next
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> RecordedEvent:
+        while not self._buffer:
+            if self._closed or self._store.closed:
+                raise StopAsyncIteration
+            await self._fill()
+        return self._buffer.popleft()
+
+    async def next_batch(self) -> list[RecordedEvent]:
+        """Everything available now (waiting for at least one event), for batch consumers."""
+        while not self._buffer:
+            if self._closed or self._store.closed:
+                raise StopAsyncIteration
+            await self._fill()
+        batch = list(self._buffer)
+        self._buffer.clear()
+        return batch
+
+    async def _fill(self) -> None:
+        backend = self._store.backend
+        head = await backend.head_position()
+        if head >= self._next:
+            events = await self._store.read_all(
+                self._next, self._batch_size, stream_prefix=self._prefix, types=self._types
+            )
+            if events:
+                self._buffer.extend(events)
+                self._next = events[-1].position + 1
+                if len(events) == self._batch_size:
+                    return
+            # Everything up to the head we saw was read (filters may have skipped it).
+            self._next = max(self._next, head + 1)
+            if events:
+                return
+        await backend.wait_for_append(self._next - 1, self._wait_timeout)
+
+    async def aclose(self) -> None:
+        self._closed = True
+        self._buffer.clear()
+
+    async def __aenter__(self) -> Subscription:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,328 @@
+"""The store contract: every backend must pass these unchanged."""
+
+from __future__ import annotations
+
+import asyncio
+
+import msgspec
+import pytest
+
+from events import (
+    ANY,
+    NO_STREAM,
+    EventMetadata,
+    EventRegistry,
+    EventStore,
+    IdempotencyKeyReused,
+    InvalidAppend,
+    PayloadTooLarge,
+    StoreClosed,
+    UnknownEvent,
+    VersionConflict,
+)
+from tests.contracts.sample_events import Counted, Noted
+
+
+def noted(n: int, text: str = "x") -> Noted:
+    return Noted(text=text, n=n)
+
+
+async def test_append_assigns_gapless_positions_and_per_stream_versions(store: EventStore) -> None:
+    a1 = await store.append("s/a", [noted(1), noted(2)], expected_version=NO_STREAM)
+    b1 = await store.append("s/b", [noted(3)], expected_version=NO_STREAM)
+    a2 = await store.append("s/a", [noted(4)], expected_version=2)
+    assert [e.position for e in a1 + b1 + a2] == [1, 2, 3, 4]
+    assert [e.version for e in a1] == [1, 2]
+    assert b1[0].version == 1 and a2[0].version == 3
+    assert [e.event for e in await store.read_stream("s/a")] == [noted(1), noted(2), noted(4)]
+    assert await store.stream_version("s/a") == 3
+    assert await store.stream_version("s/none") == 0
+    assert await store.head_position() == 4
+
+
+async def test_envelope_carries_metadata(store: EventStore) -> None:
+    meta = EventMetadata(correlation_id="turn-1", causation_id="msg-9", actor="session/a/u")
+    [recorded] = await store.append("s/meta", [noted(1)], expected_version=ANY, metadata=meta)
+    [read] = await store.read_stream("s/meta")
+    assert read == recorded
+    assert (read.correlation_id, read.causation_id, read.actor) == ("turn-1", "msg-9", "session/a/u")
+    assert read.type == "test.noted" and read.recorded_at > 1_700_000_000
+
+
+async def test_read_stream_from_version_and_limit(store: EventStore) -> None:
+    await store.append("s/r", [noted(i) for i in range(1, 6)], expected_version=NO_STREAM)
+    assert [e.version for e in await store.read_stream("s/r", from_version=3)] == [3, 4, 5]
+    assert [e.version for e in await store.read_stream("s/r", 2, limit=2)] == [2, 3]
+    assert await store.read_stream("s/empty") == []
+
+
+async def test_no_stream_refuses_an_existing_stream(store: EventStore) -> None:
+    await store.append("s/x", [noted(1)], expected_version=NO_STREAM)
+    with pytest.raises(VersionConflict) as info:
+        await store.append("s/x", [noted(2)], expected_version=NO_STREAM)
+    assert (info.value.stream, info.value.expected, info.value.actual) == ("s/x", 0, 1)
+    assert len(await store.read_stream("s/x")) == 1
+
+
+async def test_exact_version_mismatch_conflicts_and_writes_nothing(store: EventStore) -> None:
+    await store.append("s/x", [noted(1), noted(2)], expected_version=NO_STREAM)
+    for wrong in (1, 3, 7):
+        with pytest.raises(VersionConflict):
+            await store.append("s/x", [noted(9)], expected_version=wrong)
+    assert await store.stream_version("s/x") == 2
+    assert await store.head_position() == 2
+
+
+async def test_any_appends_whatever_the_version(store: EventStore) -> None:
+    await store.append("s/any", [noted(1)], expected_version=ANY)
+    await store.append("s/any", [noted(2)], expected_version=ANY)
+    assert await store.stream_version("s/any") == 2
+
+
+async def test_concurrent_appenders_to_one_stream_exactly_one_wins_each_version(
+    store: EventStore,
+) -> None:
+    winners_per_version: dict[int, int] = {}
+    for version in range(5):
+        results = await asyncio.gather(
+            *(store.append("s/race", [noted(i)], expected_version=version) for i in range(20)),
+            return_exceptions=True,
+        )
+        wins = [r for r in results if not isinstance(r, BaseException)]
+        losses = [r for r in results if isinstance(r, BaseException)]
+        assert all(isinstance(e, VersionConflict) for e in losses)
+        winners_per_version[version] = len(wins)
+    assert winners_per_version == {v: 1 for v in range(5)}
+    assert [e.version for e in await store.read_stream("s/race")] == [1, 2, 3, 4, 5]
+
+
+async def test_one_conflict_does_not_fail_the_others_in_a_batch(store: EventStore) -> None:
+    await store.append("s/c", [noted(0)], expected_version=NO_STREAM)
+    results = await asyncio.gather(
+        store.append("s/ok1", [noted(1)], expected_version=NO_STREAM),
+        store.append("s/c", [noted(2)], expected_version=NO_STREAM),  # conflicts
+        store.append("s/ok2", [noted(3)], expected_version=NO_STREAM),
+        return_exceptions=True,
+    )
+    assert isinstance(results[1], VersionConflict)
+    assert not isinstance(results[0], BaseException) and not isinstance(results[2], BaseException)
+    positions = sorted(e.position for r in (results[0], results[2]) for e in r)  # type: ignore[union-attr]
+    assert positions == [2, 3]  # gapless: the refused append consumed no position
+
+
+async def test_idempotency_key_repeat_returns_original_and_writes_nothing(store: EventStore) -> None:
+    meta = EventMetadata(idempotency_key="op-1")
+    first = await store.append("s/i", [noted(1), noted(2)], expected_version=NO_STREAM, metadata=meta)
+    again = await store.append("s/i", [noted(1), noted(2)], expected_version=NO_STREAM, metadata=meta)
+    assert [e.position for e in again] == [e.position for e in first]
+    assert [e.event for e in again] == [e.event for e in first]
+    assert await store.head_position() == 2
+    with pytest.raises(IdempotencyKeyReused):
+        await store.append("s/other", [noted(3)], expected_version=ANY, metadata=meta)
+    assert await store.head_position() == 2
+
+
+async def test_idempotency_key_repeated_concurrently_writes_once(store: EventStore) -> None:
+    meta = EventMetadata(idempotency_key="op-2")
+    results = await asyncio.gather(
+        *(store.append("s/i2", [noted(7)], expected_version=ANY, metadata=meta) for _ in range(10))
+    )
+    assert {r[0].position for r in results} == {1}
+    assert await store.head_position() == 1
+
+
+async def test_read_all_in_global_order_with_limit_and_filters(store: EventStore) -> None:
+    await store.append("session/a/1", [noted(1)], expected_version=ANY)
+    await store.append("team/t1", [Counted(amount=2)], expected_version=ANY)
+    await store.append("session/a/2", [Counted(amount=3)], expected_version=ANY)
+    await store.append("session_x/a", [noted(4)], expected_version=ANY)
+    everything = await store.read_all()
+    assert [e.position for e in everything] == [1, 2, 3, 4]
+    assert [e.position for e in await store.read_all(2, limit=2)] == [2, 3]
+    sessions = await store.read_all(stream_prefix="session/")
+    assert [e.stream for e in sessions] == ["session/a/1", "session/a/2"]  # '_' is no wildcard
+    counted = await store.read_all(types=["test.counted"])
+    assert [e.position for e in counted] == [2, 3]
+    both = await store.read_all(stream_prefix="session/", types=["test.counted"])
+    assert [e.position for e in both] == [3]
+    assert await store.read_all(5) == []
+
+
+async def test_subscribe_catches_up_then_follows_live_without_gap_or_duplicate(
+    store: EventStore,
+) -> None:
+    for i in range(30):
+        await store.append(f"s/{i % 3}", [noted(i)], expected_version=ANY)
+    total = 230
+    seen: list[int] = []
+
+    async def consume() -> None:
+        async with store.subscribe(1, batch_size=7) as subscription:
+            async for recorded in subscription:
+                seen.append(recorded.position)
+                if len(seen) == total:
+                    return
+
+    consumer = asyncio.create_task(consume())
+
+    async def producer(k: int) -> None:
+        for i in range(50):
+            await store.append(f"live/{k}", [noted(i)], expected_version=ANY)
+            if i % 10 == 0:
+                await asyncio.sleep(0)  # let the consumer interleave with the writers
+
+    await asyncio.gather(*(producer(k) for k in range(4)))
+    await asyncio.wait_for(consumer, 20)
+    assert seen == list(range(1, total + 1))
+
+
+async def test_subscribe_with_filters_skips_unwanted_events(store: EventStore) -> None:
+    async with store.subscribe(1, types=["test.counted"], stream_prefix="b/") as subscription:
+        await store.append("a/1", [Counted(amount=1)], expected_version=ANY)
+        await store.append("b/1", [noted(2)], expected_version=ANY)
+        await store.append("b/2", [Counted(amount=3)], expected_version=ANY)
+        first = await asyncio.wait_for(anext(subscription), 5)
+        assert (first.stream, first.position) == ("b/2", 3)
+        await store.append("b/3", [Counted(amount=4)], expected_version=ANY)
+        second = await asyncio.wait_for(anext(subscription), 5)
+        assert second.position == 4
+
+
+async def test_subscription_ends_when_the_store_closes(store: EventStore) -> None:
+    subscription = store.subscribe(1)
+
+    async def drain() -> int:
+        return len([e async for e in subscription])
+
+    task = asyncio.create_task(drain())
+    await store.append("s/1", [noted(1)], expected_version=ANY)
+    await asyncio.sleep(0.05)
+    await store.close()
+    assert await asyncio.wait_for(task, 5) == 1
+
+
+class _State(msgspec.Struct):
+    total: int
+    names: list[str]
+
+
+async def test_snapshots_keep_the_latest_per_stream(store: EventStore) -> None:
+    assert await store.load_snapshot("s/snap", _State) is None
+    await store.save_snapshot("s/snap", 3, _State(total=3, names=["a"]))
+    await store.save_snapshot("s/snap", 7, _State(total=7, names=["a", "b"]))
+    await store.save_snapshot("s/snap", 5, _State(total=5, names=[]))  # older: ignored
+    await store.save_snapshot("s/other", 1, _State(total=1, names=[]))
+    snapshot = await store.load_snapshot("s/snap", _State)
+    assert snapshot is not None
+    assert (snapshot.version, snapshot.state) == (7, _State(total=7, names=["a", "b"]))
+
+
+async def test_snapshot_of_another_shape_is_ignored(store: EventStore) -> None:
+    class Other(msgspec.Struct):
+        other: str
+
+    await store.save_snapshot("s/snap", 2, _State(total=2, names=[]))
+    assert await store.load_snapshot("s/snap", Other) is None
+
+
+async def test_upcaster_is_applied_on_read(store: EventStore) -> None:
+    class NotedV1(msgspec.Struct, tag="test.noted", tag_field="type"):
+        body: str
+
+    legacy = msgspec.msgpack.encode(NotedV1(body="hello"))
+    old_registry = _registry_with(store, legacy_noted=True)
+    old_store = EventStore(store.backend, old_registry)
+    await old_store.append("s/up", [_LegacyNoted(body="hello")], expected_version=NO_STREAM)
+
+    class NotedV2(Noted, tag="test.noted"):
+        schema_version = 2
+
+    registry = _registry_with(store, legacy_noted=False)
+    registry.register_upcaster("test.noted", 1, lambda d: {"type": d["type"], "text": d.pop("body")})
+    new_store = EventStore(store.backend, _swap(registry, NotedV2))
+    [read] = await new_store.read_stream("s/up")
+    assert read.event == NotedV2(text="hello", n=0)
+    assert msgspec.msgpack.decode(legacy)["body"] == "hello"
+
+
+async def test_unknown_tag_is_preserved(store: EventStore) -> None:
+    await store.append("s/u", [Counted(amount=41)], expected_version=NO_STREAM)
+    older_reader = EventStore(store.backend, EventRegistry([Noted]))
+    [read] = await older_reader.read_stream("s/u")
+    assert isinstance(read.event, UnknownEvent)
+    assert read.event.type == "test.counted"
+    assert read.event.as_dict() == {"type": "test.counted", "amount": 41}
+    [again] = await store.read_stream("s/u")
+    assert again.event == Counted(amount=41)
+
+
+@pytest.mark.parametrize(
+    ("stream", "events", "message"),
+    [
+        ("s/ok", [], "empty"),
+        ("s/ok", [{"type": "test.noted"}], "only events.Event"),
+        ("s/ok", [noted(1), "x"], "only events.Event"),
+        ("has space", [noted(1)], "invalid stream name"),
+        ("", [noted(1)], "invalid stream name"),
+        ("a//b", [noted(1)], "invalid stream name"),
+        ("/abs", [noted(1)], "invalid stream name"),
+        ("a/%", [noted(1)], "invalid stream name"),
+        ("nul\x00byte", [noted(1)], "invalid stream name"),
+        ("x" * 257, [noted(1)], "invalid stream name"),
+    ],
+)
+async def test_bad_appends_are_refused_and_write_nothing(
+    store: EventStore, stream: str, events: list[object], message: str
+) -> None:
+    with pytest.raises(InvalidAppend, match=message):
+        await store.append(stream, events, expected_version=ANY)  # type: ignore[arg-type]
+    assert await store.head_position() == 0
+
+
+async def test_bad_expected_version_is_refused(store: EventStore) -> None:
+    for bad in (-2, "any", 1.0, None):
+        with pytest.raises(InvalidAppend, match="expected_version"):
+            await store.append("s/v", [noted(1)], expected_version=bad)  # type: ignore[arg-type]
+    assert await store.head_position() == 0
+
+
+async def test_oversized_payload_is_refused_and_writes_nothing(store: EventStore) -> None:
+    small = EventStore(store.backend, store.registry, max_payload_bytes=1000)
+    with pytest.raises(PayloadTooLarge, match="limit is 1000"):
+        await small.append("s/big", [noted(1), Noted(text="y" * 2000)], expected_version=ANY)
+    assert await store.head_position() == 0
+
+
+async def test_closed_store_refuses_everything_and_close_is_idempotent(store: EventStore) -> None:
+    await store.close()
+    await store.close()
+    with pytest.raises(StoreClosed):
+        await store.append("s/c", [noted(1)], expected_version=ANY)
+    with pytest.raises(StoreClosed):
+        await store.read_all()
+
+
+class _LegacyNoted(msgspec.Struct, frozen=True, kw_only=True, tag="test.noted", tag_field="type"):
+    body: str
+
+
+def _registry_with(store: EventStore, *, legacy_noted: bool) -> EventRegistry:
+    from events import Event
+
+    registry = EventRegistry([c for c in _classes(store) if c.__struct_config__.tag != "test.noted"])
+    if legacy_noted:
+        class LegacyNoted(Event, tag="test.noted"):
+            body: str
+
+        registry.register(LegacyNoted)
+        globals()["_LegacyNoted"] = LegacyNoted
+    return registry
+
+
+def _classes(store: EventStore) -> list[type]:
+    return [c for tag in store.registry.tags() if (c := store.registry.class_for(tag)) is not None]
+
+
+def _swap(registry: EventRegistry, cls: type) -> EventRegistry:
+    registry.register(cls)
+    return registry
