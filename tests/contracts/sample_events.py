@@ -14,4 +14,12 @@ class Counted(Event, tag="test.counted"):
     amount: int
 
 
-SAMPLE_EVENTS = (Noted, Counted)
+class Memo(Event, tag="test.memo"):
+    """At schema 2: schema 1 had ``body`` instead of ``text`` and no ``words``."""
+
+    schema_version = 2
+    text: str
+    words: int = 0
+
+
+SAMPLE_EVENTS = (Noted, Counted, Memo)

@@ -1,0 +1,63 @@
+"""The root of the supervision tree: adopts top-level actors and records dead letters."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from events.domain.actor import DeadLetter
+
+from .actor import EventSourcedActor
+from .messages import Message
+from .runtime import ActorHandle
+
+__all__ = ["GUARDIAN_PATH", "Adopt", "Guardian", "RecordDeadLetter"]
+
+GUARDIAN_PATH = "system/guardian"
+
+
+class Adopt(Message, frozen=True, kw_only=True):
+    """Take a freshly launched top-level actor under supervision."""
+
+    handle: Any
+
+
+class RecordDeadLetter(Message, frozen=True, kw_only=True):
+    path: str
+    message_type: str
+    reason: str
+
+
+class Guardian(EventSourcedActor[None]):
+    """Supervises top-level actors. An escalation stops there: logged, recorded, reported."""
+
+    kind = "guardian"
+    recover_state = False
+
+    def __init__(
+        self, *args: Any, on_escalation: Callable[[str, str], None] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._on_escalation = on_escalation
+
+    def handle(self, message: Message) -> Any:
+        match message:
+            case Adopt(handle=handle):
+                assert isinstance(handle, ActorHandle)
+                self.children[handle.path] = handle
+            case RecordDeadLetter(path=path, message_type=message_type, reason=reason):
+                self.emit([DeadLetter(path=path, message_type=message_type, reason=reason)])
+            case _:
+                return super().handle(message)
+        return None
+
+    def on_child_escalated(self, child_path: str, reason: str) -> None:
+        self.log.error("top-level actor escalated to the guardian", child=child_path, reason=reason)
+        if self._on_escalation is not None:
+            self._on_escalation(child_path, reason)
+
+    def handle_while_stopping(self, message: object) -> bool:
+        if isinstance(message, RecordDeadLetter):
+            self.handle(message)
+            return True
+        return False

@@ -1,0 +1,27 @@
+"""Messages the runtime sends itself; applications never see them."""
+
+from __future__ import annotations
+
+from .messages import Message, Request
+
+__all__ = ["ChildEscalated", "ChildStopped", "Ready", "Resume"]
+
+
+class Resume(Message, frozen=True, kw_only=True):
+    """Backoff elapsed: restart from the stream now."""
+
+    attempt: int
+    delay_s: float
+
+
+class ChildEscalated(Message, frozen=True, kw_only=True):
+    path: str
+    reason: str
+
+
+class ChildStopped(Message, frozen=True, kw_only=True):
+    path: str
+
+
+class Ready(Request[int], frozen=True, kw_only=True):
+    """Answered with the actor's version once it has recovered (used by spawn)."""

@@ -1,0 +1,34 @@
+"""Typed messages between actors: frozen msgspec Structs, never dicts.
+
+``Message`` is told; ``Request[R]`` is asked and declares its reply type, so
+``await system.ask(ref, GetTotal())`` is typed as the reply.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar
+
+import msgspec
+
+__all__ = ["Message", "Piped", "R", "Request"]
+
+R = TypeVar("R")
+
+
+class Message(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of every message. ``correlation_id`` follows a user turn or job through actors."""
+
+    correlation_id: str | None = None
+
+
+class Request(Message, Generic[R], frozen=True, kw_only=True):
+    """A message that expects a reply of type ``R``."""
+
+
+class Piped(Message, frozen=True, kw_only=True):
+    """The outcome of I/O an actor started with ``pipe``: sent back to the same actor."""
+
+    #: What the actor asked to be told (its own label for the operation).
+    label: str
+    value: Any = None
+    error: BaseException | None = None
