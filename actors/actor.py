@@ -44,6 +44,7 @@ A = TypeVar("A", bound="EventSourcedActor[Any]")
 Reply = LoopReply | ThreadReply
 #: Returned by a handler that will answer later through the reply from ``defer_reply()``.
 DEFERRED: Any = object()
+_INTERNAL = frozenset({Resume, ChildEscalated, ChildStopped, Ready})
 _READ_PAGE = 1000
 
 
@@ -168,6 +169,7 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
 
     # -- pykka hooks --------------------------------------------------------------------
     def on_start(self) -> None:
+        structlog.contextvars.bind_contextvars(actor=self.path, stream=self.path)
         try:
             snapshot_version = self._recover()
             self._record(
@@ -182,14 +184,17 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
             self._fail(*sys.exc_info())  # type: ignore[arg-type]
 
     def on_receive(self, message: Any) -> Any:
-        if isinstance(message, AskEnvelope):
+        kind = type(message)
+        if kind is AskEnvelope:
             self._dispatch(message.message, message.reply)
-        elif isinstance(message, Resume):
+        elif kind not in _INTERNAL:
+            self._dispatch(message, None)
+        elif kind is Resume:
             self._resume(message)
-        elif isinstance(message, ChildEscalated):
+        elif kind is ChildEscalated:
             self.children.pop(message.path, None)
             self._dispatch(message, None)
-        elif isinstance(message, ChildStopped):
+        elif kind is ChildStopped:
             self.children.pop(message.path, None)
         else:
             self._dispatch(message, None)
@@ -228,15 +233,15 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
             return
         self._reply = reply
         correlation = getattr(message, "correlation_id", None)
-        self._correlation = correlation
+        if correlation != self._correlation:
+            # Each actor has its own thread, so its own contextvars: rebind only on change.
+            self._correlation = correlation
+            structlog.contextvars.bind_contextvars(correlation_id=correlation)
         try:
-            with structlog.contextvars.bound_contextvars(
-                actor=self.path, stream=self.path, correlation_id=correlation
-            ):
-                if isinstance(message, ChildEscalated):
-                    result = self.on_child_escalated(message.path, message.reason)
-                else:
-                    result = self.handle(message)  # type: ignore[arg-type]
+            if type(message) is ChildEscalated:
+                result = self.on_child_escalated(message.path, message.reason)
+            else:
+                result = self.handle(message)  # type: ignore[arg-type]
         except Rejected as exc:
             self._answer(error=exc)
         except VersionConflict as exc:
