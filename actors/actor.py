@@ -11,6 +11,7 @@ budget it records ``actor.escalated``, stops and tells its parent. A
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import sys
 from collections import deque
@@ -22,20 +23,18 @@ import structlog
 
 from events import Event, EventMetadata, RecordedEvent, VersionConflict
 from events.domain.actor import (
-    ActorEscalated,
     ActorEvent,
-    ActorFailed,
-    ActorRestarted,
     ActorStarted,
     ActorStopped,
 )
 
 from ._bridge import AskEnvelope, LoopReply, ThreadReply
+from ._supervised import SupervisedMixin
 from .errors import ActorCrashed, ActorDead, Escalated, Rejected
 from .internal import ChildEscalated, ChildStopped, Ready, Resume
 from .messages import Message, Piped
 from .runtime import ActorHandle, Runtime
-from .supervision import FailureWindow, SupervisionPolicy, traceback_digest
+from .supervision import FailureWindow, SupervisionPolicy
 
 __all__ = ["DEFERRED", "EventSourcedActor"]
 
@@ -48,7 +47,7 @@ _INTERNAL = frozenset({Resume, ChildEscalated, ChildStopped, Ready})
 _READ_PAGE = 1000
 
 
-class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
+class EventSourcedActor(SupervisedMixin, pykka.ThreadingActor, Generic[S]):
     """Base of every clawlog actor. Subclasses set ``kind`` and override the hooks."""
 
     kind: ClassVar[str] = "actor"
@@ -82,6 +81,8 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
         self._handle: ActorHandle[Any] | None = None
         self._correlation: str | None = None
         self._given_up = False
+        self._passivating = False
+        self._leftovers: list[tuple[Any, Any]] = []
 
     # -- hooks for subclasses -----------------------------------------------------------
     def initial_state(self) -> S:
@@ -94,6 +95,18 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
     def handle(self, message: Message) -> Any:
         """Handle a command or query; return the reply (or ``DEFERRED``)."""
         raise Rejected(f"{self.kind} does not understand {type(message).__name__}")
+
+    def on_recovered(self, restarted: bool) -> None:
+        """Called after the stream was folded: at start (``restarted=False``) or after a
+        crash restart. Work found pending in the state can be resumed or failed here."""
+
+    def on_child_stopped(self, child_path: str, leftovers: list[tuple[Any, Any]]) -> None:
+        """A child stopped. ``leftovers`` are the messages it took in while passivating,
+        with their replies (None for tells): route them again to a fresh instance."""
+        for message, reply in leftovers:
+            if reply is not None:
+                reply.set_error(ActorDead(f"{child_path} stopped before handling the request"))
+            self.runtime.dead_letter(child_path, message, "child stopped")
 
     def on_child_escalated(self, child_path: str, reason: str) -> None:
         """A child gave up. By default the failure climbs: this actor fails too."""
@@ -133,19 +146,35 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
         self._maybe_snapshot(len(recorded))
         return recorded
 
-    def pipe(self, coro: Coroutine[Any, Any, Any], label: str, **fields: Any) -> None:
-        """Run slow I/O on the hub; its outcome arrives later as a ``Piped`` message."""
+    def pipe(
+        self,
+        coro: Coroutine[Any, Any, Any],
+        label: str,
+        key: str = "",
+        correlation_id: str | None = None,
+    ) -> concurrent.futures.Future[Any]:
+        """Run slow I/O on the hub; its outcome arrives later as a ``Piped`` message.
+
+        Returns the hub future, so the operation can be cancelled (its ``Piped`` then
+        carries a ``CancelledError``)."""
         ref = self.actor_ref
-        correlation = fields.get("correlation_id")
 
         def deliver(value: Any, error: BaseException | None) -> None:
-            message = Piped(label=label, value=value, error=error, correlation_id=correlation)
+            message = Piped(
+                label=label, key=key, value=value, error=error, correlation_id=correlation_id
+            )
             try:
                 ref.tell(message)
             except pykka.ActorDeadError:
                 self.runtime.dead_letter(self.path, message, "piped result for a stopped actor")
 
-        self.runtime.hub.pipe(coro, deliver)
+        return self.runtime.hub.pipe(coro, deliver)
+
+    def passivate(self) -> None:
+        """Stop because idle. Messages that arrive from now on are not handled here: they go
+        back to the parent with ``ChildStopped.leftovers`` so it can start a fresh instance."""
+        self._passivating = True
+        self.stop()
 
     def defer_reply(self) -> Reply | None:
         """Take the current ask's reply object to answer later (then return ``DEFERRED``)."""
@@ -180,6 +209,7 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
                     from_snapshot=snapshot_version,
                 )
             )
+            self.on_recovered(False)
         except Exception:
             self._fail(*sys.exc_info())  # type: ignore[arg-type]
 
@@ -196,6 +226,11 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
             self._dispatch(message, None)
         elif kind is ChildStopped:
             self.children.pop(message.path, None)
+            if (
+                message.leftovers
+                or type(self).on_child_stopped is not EventSourcedActor.on_child_stopped
+            ):
+                self.on_child_stopped(message.path, list(message.leftovers))
         else:
             self._dispatch(message, None)
 
@@ -215,10 +250,13 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
         self.runtime.unregister(self.path, self.actor_ref)
         if self.parent is not None:  # a parent that is itself stopping needs no notice
             with contextlib.suppress(pykka.ActorDeadError):
-                self.parent.ref.tell(ChildStopped(path=self.path))
+                self.parent.ref.tell(ChildStopped(path=self.path, leftovers=self._leftovers))
 
     # -- dispatch and failure -----------------------------------------------------------
     def _dispatch(self, message: object, reply: Reply | None) -> None:
+        if self._passivating:
+            self._leftovers.append((message, reply))
+            return
         if self._given_up:
             if reply is not None:
                 reply.set_error(ActorDead(f"{self.path} gave up (escalated) and is stopping"))
@@ -269,77 +307,6 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
         else:
             reply.set(value)
 
-    def _fail(self, exc_type: type[BaseException], exc: BaseException, tb: Any) -> None:
-        failures = self._failures.record()
-        self.log.error(
-            "actor failed",
-            error_type=exc_type.__name__,
-            error=str(exc),
-            correlation_id=self._correlation,
-            exc_info=exc,
-        )
-        self._record_lifecycle(
-            ActorFailed(
-                path=self.path,
-                error_type=exc_type.__name__,
-                message=str(exc)[:2000],
-                traceback_digest=traceback_digest(exc_type, exc, tb),
-                failures_in_window=failures,
-            )
-        )
-        if self._failures.exceeded():
-            self._escalate(f"{failures} failures within {self.policy.window_s} s", exc)
-            return
-        self._restarting = True
-        delay = self.policy.backoff(failures)
-        resume = Resume(attempt=failures, delay_s=delay)
-        loop = self.runtime.hub.loop
-        loop.call_soon_threadsafe(loop.call_later, delay, self._tell_self, resume)
-
-    def _tell_self(self, message: object) -> None:
-        with contextlib.suppress(pykka.ActorDeadError):
-            self.actor_ref.tell(message)
-
-    def _resume(self, message: Resume) -> None:
-        try:
-            self._recover()
-            self._record(
-                ActorRestarted(path=self.path, attempt=message.attempt, delay_s=message.delay_s)
-            )
-        except Exception:
-            self._fail(*sys.exc_info())  # type: ignore[arg-type]
-            return
-        self._restarting = False
-        self.log.info("actor restarted", attempt=message.attempt)
-        while self._stash and not self._restarting and not self.actor_stopped.is_set():
-            stashed, reply = self._stash.popleft()
-            self._dispatch(stashed, reply)
-
-    def _escalate(self, reason: str, exc: BaseException | None) -> None:
-        self._record_lifecycle(
-            ActorEscalated(
-                path=self.path,
-                failures=len(self._failures._times),
-                window_s=self.policy.window_s,
-                error_type=type(exc).__name__ if exc else "",
-                message=str(exc)[:2000] if exc else "",
-            )
-        )
-        self.log.error("actor escalated", reason=reason)
-        self._given_up = True
-        if self.parent is not None:
-            self.parent.tell(ChildEscalated(path=self.path, reason=reason))
-        self.stop()
-
-    def _second_writer(self, exc: VersionConflict) -> None:
-        self.log.critical(
-            "second writer on this stream: stopping, nothing overwritten", error=str(exc)
-        )
-        self._given_up = True
-        if self.parent is not None:
-            self.parent.tell(ChildEscalated(path=self.path, reason=f"second writer: {exc}"))
-        self.stop()
-
     # -- recovery and recording ---------------------------------------------------------
     def _recover(self) -> int | None:
         """Rebuild state from the latest snapshot and the rest of the stream."""
@@ -372,19 +339,6 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
         """Append one of our own lifecycle events at our version."""
         self.emit([event])
 
-    def _record_lifecycle(self, event: Event) -> None:
-        """Record a lifecycle event after a crash, when ``self.version`` may be stale."""
-        try:
-            store = self.runtime.store
-            self.version = self.runtime.run(store.stream_version(self.path))
-            meta = EventMetadata(actor=self.path, correlation_id=self._correlation)
-            self.runtime.run(store.append(self.path, [event], self.version, meta))
-            self.version += 1
-        except Exception as exc:
-            self.log.error(
-                "could not record lifecycle event", event=type(event).__name__, error=str(exc)
-            )
-
     def _maybe_snapshot(self, count: int) -> None:
         if not self.snapshot_every:
             return
@@ -392,28 +346,3 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
         if self._since_snapshot >= self.snapshot_every:
             self._since_snapshot = 0
             self.runtime.run(self.runtime.store.save_snapshot(self.path, self.version, self.state))
-
-    def _drain_mailbox(self, reason: str) -> None:
-        """Fail pending asks at once and turn pending tells into dead letters."""
-        pending: list[object] = [m for m, _ in self._stash]
-        for _, reply in self._stash:
-            if reply is not None:
-                reply.set_error(ActorDead(f"{self.path} stopped before handling the request"))
-        self._stash.clear()
-        while not self.actor_inbox.empty():
-            envelope = self.actor_inbox.get_nowait()
-            message = envelope.message
-            if isinstance(message, AskEnvelope):
-                message.reply.set_error(
-                    ActorDead(f"{self.path} stopped before handling the request")
-                )
-                message = message.message
-            if envelope.reply_to is not None:
-                envelope.reply_to.set(None)
-            if isinstance(message, ChildStopped | Resume | Ready):
-                continue
-            if not self.handle_while_stopping(message):
-                pending.append(message)
-        for message in pending:
-            if not self.runtime.closing or not isinstance(message, Piped):
-                self.runtime.dead_letter(self.path, message, reason)

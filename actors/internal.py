@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
+
 from .messages import Message, Request
 
 __all__ = ["ChildEscalated", "ChildStopped", "Ready", "Resume"]
@@ -21,6 +25,8 @@ class ChildEscalated(Message, frozen=True, kw_only=True):
 
 class ChildStopped(Message, frozen=True, kw_only=True):
     path: str
+    #: (message, reply) pairs a passivating child did not handle.
+    leftovers: list[Any] = msgspec.field(default_factory=list)
 
 
 class Ready(Request[int], frozen=True, kw_only=True):

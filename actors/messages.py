@@ -30,5 +30,7 @@ class Piped(Message, frozen=True, kw_only=True):
 
     #: What the actor asked to be told (its own label for the operation).
     label: str
+    #: Which operation of that kind (a call id, a turn and iteration, ...).
+    key: str = ""
     value: Any = None
     error: BaseException | None = None

@@ -1,0 +1,103 @@
+"""A deterministic model for tests and the demo: replies from a script, no network.
+
+model = ScriptedModel([
+    call("read_file", path="notes.md"),      # first request: a tool call
+    reply("Done: the notes say hi."),        # second request: a final answer
+])
+# or a function of the conversation:
+model = ScriptedModel(lambda request: reply(f"you said {request.messages[-1].content}"))
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import msgspec
+
+from .base import ModelReply, ModelRequest, ToolCall, Usage
+from .errors import ModelError, ScriptExhausted
+
+__all__ = ["ScriptStep", "ScriptedModel", "call", "calls", "reply"]
+
+_ids = itertools.count(1)
+ScriptStep = ModelReply | ModelError | Callable[[ModelRequest], "ModelReply | ModelError"]
+
+
+def reply(text: str) -> ModelReply:
+    """A final answer."""
+    return ModelReply(text=text, stop_reason="stop", usage=Usage(output_tokens=len(text.split())))
+
+
+def call(name: str, text: str = "", call_id: str | None = None, **arguments: Any) -> ModelReply:
+    """A reply asking for one tool call with ``arguments``."""
+    return calls([(name, arguments)], text=text, ids=[call_id] if call_id else None)
+
+
+def calls(
+    requests: Iterable[tuple[str, dict[str, Any] | str]],
+    text: str = "",
+    ids: Sequence[str] | None = None,
+) -> ModelReply:
+    """A reply asking for several tool calls; a ``str`` argument is sent as raw JSON text."""
+    tool_calls = []
+    for index, (name, arguments) in enumerate(requests):
+        raw = arguments if isinstance(arguments, str) else msgspec.json.encode(arguments).decode()
+        call_id = ids[index] if ids else f"call_{next(_ids)}"
+        tool_calls.append(ToolCall(id=call_id, name=name, arguments=raw))
+    return ModelReply(text=text, tool_calls=tool_calls, stop_reason="tool_calls")
+
+
+class ScriptedModel:
+    """Replies in script order (shared by all sessions using it), or by a function.
+
+    A step may be a :class:`ModelReply`, a :class:`ModelError` instance (raised, to test
+    failures), or a callable of the request returning either.
+    """
+
+    def __init__(
+        self,
+        script: Sequence[ScriptStep] | Callable[[ModelRequest], ModelReply | ModelError],
+        *,
+        name: str = "scripted",
+    ) -> None:
+        self._name = name
+        self._lock = threading.Lock()
+        self._function = script if callable(script) else None
+        self._steps = list(script) if not callable(script) else []
+        self._next = 0
+        #: Every request received, in order (for assertions in tests).
+        self.requests: list[ModelRequest] = []
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def provider(self) -> str:
+        return "scripted"
+
+    @property
+    def remaining(self) -> int:
+        with self._lock:
+            return len(self._steps) - self._next
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        with self._lock:
+            self.requests.append(request)
+            if self._function is not None:
+                step: ScriptStep = self._function
+            elif self._next < len(self._steps):
+                step = self._steps[self._next]
+                self._next += 1
+            else:
+                raise ScriptExhausted(
+                    f"the scripted model {self._name!r} has no reply left "
+                    f"(it had {len(self._steps)})"
+                )
+        outcome = step(request) if callable(step) else step
+        if isinstance(outcome, ModelError):
+            raise outcome
+        return outcome
