@@ -1,7 +1,7 @@
 """The event log: typed events, envelopes, the store and its backends.
 
-    async with await open_store("clawlog.db") as store:
-        recorded = await store.append("session/main/u1", [event], expected_version=NO_STREAM)
+async with await open_store("clawlog.db") as store:
+    recorded = await store.append("session/main/u1", [event], expected_version=NO_STREAM)
 """
 
 from .backends.base import ANY, NO_STREAM, StorageBackend

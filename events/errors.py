@@ -1,16 +1,16 @@
 """Errors of the event log.
 
-    EventStoreError
-     ├── StoreClosed            the store was closed (or never opened)
-     ├── StoreUnavailable       the backend cannot be reached (connection lost, disk gone)
-     ├── StoreLocked            another process holds the write lock of this SQLite file
-     ├── NotAClawlogDatabase    the file or database is something else
-     ├── InvalidAppend          bad input to append(); nothing was written
-     │    └── PayloadTooLarge
-     ├── VersionConflict        expected_version did not match the stream's version
-     ├── IdempotencyKeyReused   the key was first used for another stream
-     ├── CorruptEvent           a stored row cannot be decoded (names its position)
-     └── UnknownEventClass      an event class was never registered
+EventStoreError
+ ├── StoreClosed            the store was closed (or never opened)
+ ├── StoreUnavailable       the backend cannot be reached (connection lost, disk gone)
+ ├── StoreLocked            another process holds the write lock of this SQLite file
+ ├── NotAClawlogDatabase    the file or database is something else
+ ├── InvalidAppend          bad input to append(); nothing was written
+ │    └── PayloadTooLarge
+ ├── VersionConflict        expected_version did not match the stream's version
+ ├── IdempotencyKeyReused   the key was first used for another stream
+ ├── CorruptEvent           a stored row cannot be decoded (names its position)
+ └── UnknownEventClass      an event class was never registered
 """
 
 from __future__ import annotations

@@ -25,7 +25,9 @@ def backend_for(location: str | Path, **options: Any) -> StorageBackend:
 
         return PostgresBackend(text, **options)
     if not text or text.startswith(("http://", "https://")):
-        raise ValueError(f"not a store location: {text!r} (an SQLite path, memory: or postgresql://)")
+        raise ValueError(
+            f"not a store location: {text!r} (an SQLite path, memory: or postgresql://)"
+        )
     return SqliteBackend(Path(text), **options)
 
 
@@ -48,6 +50,4 @@ async def open_store(
         else backend_for(location, **backend_options)
     )
     await backend.open()
-    return EventStore(
-        backend, registry or default_registry(), max_payload_bytes=max_payload_bytes
-    )
+    return EventStore(backend, registry or default_registry(), max_payload_bytes=max_payload_bytes)

@@ -18,7 +18,14 @@ from .errors import CorruptEvent, InvalidAppend, PayloadTooLarge, StoreClosed
 from .registry import EventRegistry
 from .subscription import Subscription
 
-__all__ = ["ANY", "DEFAULT_MAX_PAYLOAD_BYTES", "NO_STREAM", "EventStore", "Snapshot", "validate_stream"]
+__all__ = [
+    "ANY",
+    "DEFAULT_MAX_PAYLOAD_BYTES",
+    "NO_STREAM",
+    "EventStore",
+    "Snapshot",
+    "validate_stream",
+]
 
 S = TypeVar("S")
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
@@ -112,7 +119,9 @@ class EventStore:
         if not events:
             raise InvalidAppend(f"nothing to append to {stream!r}: the list of events is empty")
         if len(events) > _MAX_EVENTS_PER_APPEND:
-            raise InvalidAppend(f"{len(events)} events in one append; at most {_MAX_EVENTS_PER_APPEND}")
+            raise InvalidAppend(
+                f"{len(events)} events in one append; at most {_MAX_EVENTS_PER_APPEND}"
+            )
         if type(expected_version) is not int or expected_version < ANY:
             raise InvalidAppend(
                 f"expected_version must be an int >= {NO_STREAM} or ANY ({ANY}), "
@@ -217,7 +226,10 @@ class EventStore:
             _log.warning("snapshot ignored", stream=stream, version=record.version, error=str(exc))
             return None
         return Snapshot(
-            stream=record.stream, version=record.version, state=state, recorded_at=record.recorded_at
+            stream=record.stream,
+            version=record.version,
+            state=state,
+            recorded_at=record.recorded_at,
         )
 
     # -- helpers ------------------------------------------------------------------------

@@ -46,8 +46,17 @@ class MemoryBackend:
         now = time.time()
         recorded = [
             StoredRecord(
-                len(self._log) + i + 1, stream, len(events) + i + 1, r.type, r.schema_version,
-                r.payload, now, metadata.correlation_id, metadata.causation_id, metadata.actor, key,
+                len(self._log) + i + 1,
+                stream,
+                len(events) + i + 1,
+                r.type,
+                r.schema_version,
+                r.payload,
+                now,
+                metadata.correlation_id,
+                metadata.causation_id,
+                metadata.actor,
+                key,
             )
             for i, r in enumerate(records)
         ]

@@ -140,7 +140,9 @@ class BatchWriter:
         if len(self.versions) + len(versions) > _MAX_CACHED_STREAMS:
             self.versions.clear()
         self.versions.update(versions)
-        return [self._resolve_repeat(conn, o, outcomes) if isinstance(o, tuple) else o for o in outcomes]
+        return [
+            self._resolve_repeat(conn, o, outcomes) if isinstance(o, tuple) else o for o in outcomes
+        ]
 
     def _decide(
         self,
@@ -166,8 +168,17 @@ class BatchWriter:
         check_expected_version(stream, request.expected_version, current)
         return [
             (
-                head + i, stream, current + i, r.type, r.schema_version, r.payload, now,
-                meta.correlation_id, meta.causation_id, meta.actor, meta.idempotency_key,
+                head + i,
+                stream,
+                current + i,
+                r.type,
+                r.schema_version,
+                r.payload,
+                now,
+                meta.correlation_id,
+                meta.causation_id,
+                meta.actor,
+                meta.idempotency_key,
             )
             for i, r in enumerate(request.records, start=1)
         ]

@@ -67,5 +67,7 @@ class DeadLetter(Event, tag="actor.dead_letter"):
     reason: str
 
 
-ActorEvent = ActorStarted | ActorFailed | ActorRestarted | ActorStopped | ActorEscalated | DeadLetter
+ActorEvent = (
+    ActorStarted | ActorFailed | ActorRestarted | ActorStopped | ActorEscalated | DeadLetter
+)
 EVENTS = (ActorStarted, ActorFailed, ActorRestarted, ActorStopped, ActorEscalated, DeadLetter)
