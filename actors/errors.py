@@ -21,6 +21,8 @@ __all__ = [
     "HubError",
     "Rejected",
     "SystemClosed",
+    "TurnCancelledError",
+    "TurnFailedError",
 ]
 
 
@@ -64,3 +66,16 @@ class HubError(ActorError):
 
 class SystemClosed(ActorError):
     """The System is closed."""
+
+
+class TurnFailedError(ActorError):
+    """A turn ended without a reply (iteration limit, model error, interruption)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
+        self.message = message
+
+
+class TurnCancelledError(ActorError):
+    """The turn was cancelled before it produced a reply."""

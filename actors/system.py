@@ -25,6 +25,7 @@ from events import Event, EventStore, StorageBackend, default_registry, open_sto
 
 from ._bridge import Hub, run_in_thread
 from .actor import EventSourcedActor
+from .agents.api import AgentApi
 from .errors import SystemClosed
 from .guardian import GUARDIAN_PATH, Adopt, Guardian, RecordDeadLetter
 from .hub_store import HubStore
@@ -42,7 +43,7 @@ R = TypeVar("R")
 _log = structlog.get_logger("clawlog.system")
 
 
-class System:
+class System(AgentApi):
     """A running clawlog: hub, store, guardian and the actors under it."""
 
     def __init__(self, runtime: Runtime, guardian: ActorHandle[Any]) -> None:

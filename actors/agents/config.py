@@ -1,0 +1,66 @@
+"""Agent configuration, as registered through the System API."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+import msgspec
+
+__all__ = ["AgentConfig", "SubagentLimits", "validate_agent_key"]
+
+_KEY = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
+
+
+def validate_agent_key(key: object) -> str:
+    if not isinstance(key, str) or _KEY.fullmatch(key) is None:
+        raise ValueError(
+            f"invalid agent key {key!r}: use 1-64 characters of a-z 0-9 _ . - "
+            "starting with a letter or digit"
+        )
+    return key
+
+
+class SubagentLimits(msgspec.Struct, frozen=True, kw_only=True):
+    """Seed 001 §6 defaults."""
+
+    max_concurrent: int = 8
+    max_spawn_depth: int = 1
+    max_children_per_agent: int = 5
+    max_iterations: int = 20
+    archive_after_minutes: float = 60.0
+    #: Finished results arriving within this window are announced to the parent together.
+    announce_debounce_s: float = 0.5
+
+
+class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """One agent. ``kind`` decides context-file routing (seed 001 §3): ``open`` agents keep
+    every context file per user; ``predefined`` agents only USER.md."""
+
+    key: str
+    name: str = ""
+    description: str = ""
+    kind: Literal["open", "predefined"] = "predefined"
+    #: The base instructions, before the context files.
+    instructions: str = "You are a helpful assistant."
+    #: Agent-level context files (SOUL.md, IDENTITY.md, AGENTS.md, TOOLS.md, ...).
+    context_files: dict[str, str] = msgspec.field(default_factory=dict)
+    #: Tool policy (seed 001 §5): profile, then allow / deny / also-allow lists.
+    tool_profile: str = "full"
+    tools_allow: list[str] | None = None
+    tools_deny: list[str] = msgspec.field(default_factory=list)
+    tools_also_allow: list[str] = msgspec.field(default_factory=list)
+    owner_ids: list[str] = msgspec.field(default_factory=list)
+    workspace: str | None = None
+    max_iterations: int = 20
+    #: A Session actor with nothing to do stops after this long (passivation).
+    idle_timeout_s: float = 300.0
+    max_tokens: int = 4096
+    subagents: SubagentLimits = msgspec.field(default_factory=SubagentLimits)
+
+    def __post_init__(self) -> None:
+        validate_agent_key(self.key)
+        if self.max_iterations < 1:
+            raise ValueError("max_iterations must be at least 1")
+        if self.idle_timeout_s <= 0:
+            raise ValueError("idle_timeout_s must be positive")

@@ -1,0 +1,81 @@
+"""The seam between a Session and the tool system.
+
+A Session never runs a tool itself: it asks its gateway to *begin* a call (the cheap
+deciding steps, in the actor's thread), appends the events the gateway returns, and runs
+only the execution on the I/O hub. The gateway is built over :mod:`tools` by
+:mod:`actors.agents.tool_gateway`; tests may use any object with this shape.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+import msgspec
+
+from events import Event
+from events.domain.session import ChatMessage, ToolCall
+
+from ..models.base import ToolSpec
+
+__all__ = ["CallerContext", "GateResult", "GateStep", "ToolGateway"]
+
+
+class CallerContext(msgspec.Struct, frozen=True, kw_only=True):
+    """Who is calling: the per-call values every tool sees (seed 000 §1)."""
+
+    agent: str
+    session_key: str
+    channel: str = ""
+    chat_id: str = ""
+    peer_kind: str = "direct"
+    user: str = ""
+    depth: int = 0
+    correlation_id: str = ""
+    workspace: str | None = None
+    provider: str = ""
+    #: The stream of the session making the call.
+    session_stream: str = ""
+
+
+class GateStep(msgspec.Struct, frozen=True, kw_only=True):
+    """What begin/decide concluded: events to append, then refused | approval | ready."""
+
+    events: list[Event]
+    outcome: Literal["refused", "approval", "ready"]
+    #: Opaque handle for ``run`` (ready) or ``decide`` (approval).
+    ticket: Any = None
+    #: Seconds to wait for an approval before it counts as denied.
+    approval_timeout_s: float = 120.0
+
+
+class GateResult(msgspec.Struct, frozen=True, kw_only=True):
+    events: list[Event]
+
+
+class ToolGateway(Protocol):
+    def specs(self, ctx: CallerContext) -> list[ToolSpec]:
+        """The tools this caller may use, as its model provider wants them."""
+        ...
+
+    def begin(self, ctx: CallerContext, call: ToolCall) -> GateStep: ...
+
+    async def run(self, ticket: Any) -> GateResult:
+        """Execute a ready call on the hub. Never raises: failures become events."""
+        ...
+
+    def decide(self, ctx: CallerContext, ticket: Any, decision: str, by: str) -> GateStep:
+        """Apply an approval decision: allow-once | allow-always | deny | timeout."""
+        ...
+
+    def interrupted(self, ctx: CallerContext, call_id: str, name: str, reason: str) -> list[Event]:
+        """Events closing a call that will never finish (cancelled turn, restart)."""
+        ...
+
+    def read_event(self, event: Event) -> tuple[str, ChatMessage | None, str] | None:
+        """For a tool event: (call_id, the tool message it ends with or None, approval
+        change "requested" | "decided" | ""). None for other events."""
+        ...
+
+    def scrub(self, text: str) -> str:
+        """Remove secrets from text before it is recorded."""
+        ...

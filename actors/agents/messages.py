@@ -1,0 +1,75 @@
+"""Messages to AgentSupervisor and Session actors."""
+
+from __future__ import annotations
+
+import msgspec
+
+from ..messages import Message, Request
+
+__all__ = [
+    "AnswerApproval",
+    "ApprovalTimedOut",
+    "CancelTurn",
+    "GetSessionStatus",
+    "IdleCheck",
+    "ResumeTurn",
+    "SendMessage",
+    "SessionStatus",
+]
+
+
+class SendMessage(Request[str], frozen=True, kw_only=True):
+    """A message for the agent; the reply is the turn's final answer."""
+
+    session_key: str
+    text: str
+    #: "user", or who else speaks: "teammate:x", "subagent:id", "delegate:id", ...
+    sender: str = "user"
+    channel: str = ""
+    chat_id: str = ""
+    user: str = ""
+    turn_id: str = ""
+
+
+class CancelTurn(Request[bool], frozen=True, kw_only=True):
+    session_key: str
+    by: str = "user"
+
+
+class AnswerApproval(Request[bool], frozen=True, kw_only=True):
+    session_key: str
+    call_id: str
+    #: allow-once | allow-always | deny
+    decision: str
+    by: str = "user"
+
+
+class ApprovalTimedOut(Message, frozen=True, kw_only=True):
+    turn_id: str
+    call_id: str
+
+
+class ResumeTurn(Message, frozen=True, kw_only=True):
+    """Sent to itself by a Session that found an unfinished turn in its stream."""
+
+
+class IdleCheck(Message, frozen=True, kw_only=True):
+    activity: int
+
+
+class SessionStatus(msgspec.Struct, frozen=True, kw_only=True):
+    agent: str
+    session_key: str
+    version: int
+    busy: bool
+    turn_id: str | None
+    iteration: int
+    queued: int
+    turns_completed: int
+    turns_failed: int
+    awaiting_approval: list[str]
+    messages: int
+
+
+class GetSessionStatus(Request[SessionStatus], frozen=True, kw_only=True):
+    session_key: str

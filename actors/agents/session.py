@@ -1,0 +1,437 @@
+"""The Session actor: one agent loop per (agent, session key), as a state machine.
+
+user message → build the prompt → model call (on the hub) → tool calls (gateway: decide
+here, execute on the hub) → results → next iteration, up to the iteration limit. Every
+step is an event on ``session/{agent}/{key}``; the actor stays responsive throughout
+(cancel, approvals and status are handled while a model or tool call is in flight).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import time
+import uuid
+from collections import deque
+from typing import Any
+
+from events import Event
+from events.domain.session import (
+    ModelFailed,
+    ModelReplied,
+    ModelRequested,
+    SessionStarted,
+    ToolCall,
+    TurnCancelled,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+)
+
+from ..actor import DEFERRED, EventSourcedActor
+from ..errors import Rejected, TurnCancelledError, TurnFailedError
+from ..messages import Message, Piped
+from ..models.base import Model, ModelReply, ModelRequest
+from .config import AgentConfig
+from .gateway import CallerContext, GateStep, ToolGateway
+from .messages import (
+    AnswerApproval,
+    ApprovalTimedOut,
+    CancelTurn,
+    GetSessionStatus,
+    IdleCheck,
+    ResumeTurn,
+    SendMessage,
+    SessionStatus,
+)
+from .prompt import PromptBuilder
+from .session_state import SessionState, apply_session_event
+
+__all__ = ["Session", "session_stream"]
+
+
+def session_stream(agent: str, session_key: str) -> str:
+    return f"session/{agent}/{session_key}"
+
+
+class _Active:
+    """What only the running process knows about the turn in flight."""
+
+    def __init__(self, turn_id: str, reply: Any) -> None:
+        self.turn_id = turn_id
+        self.reply = reply
+        self.futures: dict[str, concurrent.futures.Future[Any]] = {}
+        self.tickets: dict[str, Any] = {}
+
+
+class Session(EventSourcedActor[SessionState]):
+    kind = "session"
+    snapshot_every = 200
+
+    def __init__(
+        self,
+        *args: Any,
+        config: AgentConfig,
+        model: Model,
+        gateway: ToolGateway,
+        prompt: PromptBuilder,
+        session_key: str,
+        parent_session: str | None = None,
+        depth: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        self._gateway = gateway
+        super().__init__(*args, **kwargs)
+        self.config = config
+        self.model = model
+        self.prompt = prompt
+        self.session_key = session_key
+        self.parent_session = parent_session
+        self.depth = depth
+        self.max_iterations = config.max_iterations
+        self._queue: deque[tuple[SendMessage, Any]] = deque()
+        self._active: _Active | None = None
+        self._activity = 0
+
+    # -- fold ---------------------------------------------------------------------------
+    def initial_state(self) -> SessionState:
+        return SessionState()
+
+    def apply(self, state: SessionState, event: Event) -> SessionState:
+        return apply_session_event(state, event, self._gateway.read_event)
+
+    def on_recovered(self, restarted: bool) -> None:
+        if self.state.turn is None:
+            return
+        if restarted:  # a crash in this process: do not replay into the same crash
+            self._close_open_calls("the session crashed during this call")
+            self.emit(
+                [
+                    TurnFailed(
+                        turn_id=self.state.turn.turn_id,
+                        reason="crashed",
+                        message="the session crashed and restarted",
+                    )
+                ]
+            )
+            return
+        self.actor_ref.tell(ResumeTurn())
+
+    # -- messages -----------------------------------------------------------------------
+    def handle(self, message: Message) -> Any:
+        self._activity += 1
+        match message:
+            case SendMessage():
+                self._queue.append((message, self.defer_reply()))
+                self._next_turn()
+                return DEFERRED
+            case Piped(label="model"):
+                self._on_model(message)
+            case Piped(label="tool"):
+                self._on_tool(message)
+            case AnswerApproval():
+                return self._on_approval(message.call_id, message.decision, message.by)
+            case ApprovalTimedOut():
+                if self._is_current(message.turn_id):
+                    self._on_approval(message.call_id, "timeout", "timeout")
+            case CancelTurn():
+                return self._cancel(message.by)
+            case ResumeTurn():
+                self._resume()
+            case GetSessionStatus():
+                return self._status()
+            case IdleCheck(activity=activity):
+                if activity == self._activity - 1 and self._idle():
+                    self.passivate()
+                return None  # a newer check is pending if there was activity since
+            case _:
+                return super().handle(message)
+        self._schedule_idle_check()
+        return None
+
+    # -- turns --------------------------------------------------------------------------
+    def _next_turn(self) -> None:
+        if self._active is not None or self.state.turn is not None or not self._queue:
+            return
+        message, reply = self._queue.popleft()
+        turn_id = message.turn_id or uuid.uuid4().hex[:16]
+        events: list[Event] = []
+        if self.version == 0 or not self.state.agent:
+            events.append(
+                SessionStarted(
+                    agent=self.config.key,
+                    session_key=self.session_key,
+                    channel=message.channel,
+                    chat_id=message.chat_id,
+                    user=message.user,
+                    parent=self.parent_session,
+                    depth=self.depth,
+                )
+            )
+        events.append(
+            TurnStarted(
+                turn_id=turn_id,
+                text=self._gateway.scrub(message.text),
+                sender=message.sender,
+                channel=message.channel,
+                chat_id=message.chat_id,
+                user=message.user,
+            )
+        )
+        self._active = _Active(turn_id, reply)
+        self.emit(events, correlation_id=turn_id, causation_id=message.correlation_id)
+        self._request_model()
+
+    def _request_model(self) -> None:
+        turn = self.state.turn
+        assert turn is not None and self._active is not None
+        iteration = turn.iteration + 1
+        if iteration > self.max_iterations:
+            self._fail_turn(
+                "iteration_limit",
+                f"stopped after {self.max_iterations} model iterations without a final answer",
+            )
+            return
+        ctx = self.caller()
+        tools = self._gateway.specs(ctx)
+        system = self.prompt.system_prompt(self.config, ctx)
+        request = ModelRequest(
+            model=self.model.name,
+            system=system,
+            messages=list(self.state.messages),
+            tools=tools,
+            max_tokens=self.config.max_tokens,
+        )
+        self.emit(
+            [
+                ModelRequested(
+                    turn_id=turn.turn_id,
+                    iteration=iteration,
+                    model=self.model.name,
+                    provider=self.model.provider,
+                    message_count=len(request.messages),
+                    tools=[t.name for t in tools],
+                    system_prompt_digest=hashlib.sha256(system.encode()).hexdigest()[:16],
+                )
+            ],
+            correlation_id=turn.turn_id,
+        )
+        key = f"{turn.turn_id}:{iteration}"
+        self._active.futures[key] = self.pipe(
+            _timed(self.model.complete(request)), "model", key=key, correlation_id=turn.turn_id
+        )
+
+    def _on_model(self, message: Piped) -> None:
+        turn, active = self.state.turn, self._active
+        if turn is None or active is None or message.key != f"{turn.turn_id}:{turn.iteration}":
+            return  # a late answer for a cancelled turn or an old iteration
+        active.futures.pop(message.key, None)
+        if message.error is not None:
+            error = message.error
+            self.emit(
+                [
+                    ModelFailed(
+                        turn_id=turn.turn_id,
+                        iteration=turn.iteration,
+                        kind=getattr(error, "kind", type(error).__name__),
+                        message=self._gateway.scrub(str(error))[:2000],
+                        attempts=getattr(error, "attempts", 1),
+                    )
+                ],
+                correlation_id=turn.turn_id,
+            )
+            self._fail_turn("model_error", f"{getattr(error, 'kind', 'error')}: {error}")
+            return
+        reply, duration_ms = message.value
+        assert isinstance(reply, ModelReply)
+        calls = [
+            ToolCall(
+                id=c.id or f"call_{uuid.uuid4().hex[:8]}",
+                name=c.name,
+                arguments=self._gateway.scrub(c.arguments),
+            )
+            for c in reply.tool_calls
+        ]
+        self.emit(
+            [
+                ModelReplied(
+                    turn_id=turn.turn_id,
+                    iteration=turn.iteration,
+                    text=self._gateway.scrub(reply.text),
+                    tool_calls=calls,
+                    usage=reply.usage,
+                    stop_reason=reply.stop_reason,
+                    duration_ms=duration_ms,
+                )
+            ],
+            correlation_id=turn.turn_id,
+        )
+        if not calls:
+            self._complete_turn(reply.text)
+            return
+        ctx = self.caller()
+        for tool_call in calls:
+            self._apply_gate(tool_call.id, self._gateway.begin(ctx, tool_call))
+        self._continue_if_done()
+
+    def _apply_gate(self, call_id: str, step: GateStep) -> None:
+        turn, active = self.state.turn, self._active
+        assert turn is not None and active is not None
+        if step.events:
+            self.emit(step.events, correlation_id=turn.turn_id)
+        if step.outcome == "ready":
+            key = f"{turn.turn_id}:{call_id}"
+            active.futures[key] = self.pipe(
+                self._gateway.run(step.ticket), "tool", key=key, correlation_id=turn.turn_id
+            )
+        elif step.outcome == "approval":
+            active.tickets[call_id] = step.ticket
+            loop = self.runtime.hub.loop
+            timeout = ApprovalTimedOut(turn_id=turn.turn_id, call_id=call_id)
+            loop.call_soon_threadsafe(
+                loop.call_later, step.approval_timeout_s, self._tell_self, timeout
+            )
+
+    def _on_tool(self, message: Piped) -> None:
+        turn, active = self.state.turn, self._active
+        if turn is None or active is None or active.futures.pop(message.key, None) is None:
+            return
+        call_id = message.key.split(":", 1)[1]
+        if message.error is not None:
+            name = turn.pending_calls.get(call_id, "?")
+            events = self._gateway.interrupted(self.caller(), call_id, name, str(message.error))
+        else:
+            events = message.value.events
+        if events:
+            self.emit(events, correlation_id=turn.turn_id)
+        self._continue_if_done()
+
+    def _on_approval(self, call_id: str, decision: str, by: str) -> bool:
+        turn, active = self.state.turn, self._active
+        if turn is None or active is None or call_id not in active.tickets:
+            raise Rejected(f"no approval is pending for call {call_id!r}")
+        ticket = active.tickets.pop(call_id)
+        self._apply_gate(call_id, self._gateway.decide(self.caller(), ticket, decision, by))
+        self._continue_if_done()
+        return True
+
+    def _continue_if_done(self) -> None:
+        turn = self.state.turn
+        if turn is None or self._active is None:
+            return
+        if not turn.pending_calls and not self._active.futures and not self._active.tickets:
+            self._request_model()
+
+    def _complete_turn(self, text: str) -> None:
+        turn, active = self.state.turn, self._active
+        assert turn is not None
+        self.emit(
+            [TurnCompleted(turn_id=turn.turn_id, reply=text, iterations=turn.iteration)],
+            correlation_id=turn.turn_id,
+        )
+        self._active = None
+        if active is not None and active.reply is not None:
+            active.reply.set(text)
+        self._next_turn()
+
+    def _fail_turn(self, reason: str, text: str) -> None:
+        turn, active = self.state.turn, self._active
+        assert turn is not None
+        self.emit(
+            [TurnFailed(turn_id=turn.turn_id, reason=reason, message=text[:2000])],
+            correlation_id=turn.turn_id,
+        )
+        self._active = None
+        if active is not None and active.reply is not None:
+            active.reply.set_error(TurnFailedError(reason, text))
+        self._next_turn()
+
+    def _cancel(self, by: str) -> bool:
+        turn, active = self.state.turn, self._active
+        if turn is None:
+            return False
+        if active is not None:
+            for future in active.futures.values():
+                future.cancel()
+        self._close_open_calls(f"cancelled by {by}")
+        self.emit([TurnCancelled(turn_id=turn.turn_id, by=by)], correlation_id=turn.turn_id)
+        self._active = None
+        if active is not None and active.reply is not None:
+            active.reply.set_error(TurnCancelledError(f"the turn was cancelled by {by}"))
+        self._next_turn()
+        return True
+
+    def _close_open_calls(self, reason: str) -> None:
+        turn = self.state.turn
+        if turn is None:
+            return
+        ctx = self.caller()
+        events: list[Event] = []
+        for call_id, name in list(turn.pending_calls.items()):
+            events.extend(self._gateway.interrupted(ctx, call_id, name, reason))
+        if events:
+            self.emit(events, correlation_id=turn.turn_id)
+
+    def _resume(self) -> None:
+        """Continue a turn found unfinished after a process restart (nobody awaits it)."""
+        turn = self.state.turn
+        if turn is None or self._active is not None:
+            return
+        self._active = _Active(turn.turn_id, None)
+        self._close_open_calls("interrupted by a restart; the call may not have finished")
+        self.log.info("resuming an interrupted turn", turn_id=turn.turn_id)
+        if self.state.turn is not None:
+            self._request_model()
+
+    # -- helpers ------------------------------------------------------------------------
+    def caller(self) -> CallerContext:
+        turn = self.state.turn
+        return CallerContext(
+            agent=self.config.key,
+            session_key=self.session_key,
+            channel=self.state.channel,
+            chat_id=self.state.chat_id,
+            user=self.state.user,
+            depth=self.depth,
+            correlation_id=turn.turn_id if turn else "",
+            workspace=self.config.workspace,
+            provider=self.model.provider,
+            session_stream=self.path,
+        )
+
+    def _is_current(self, turn_id: str) -> bool:
+        return self.state.turn is not None and self.state.turn.turn_id == turn_id
+
+    def _idle(self) -> bool:
+        return self._active is None and self.state.turn is None and not self._queue
+
+    def _schedule_idle_check(self) -> None:
+        if not self._idle():
+            return
+        loop = self.runtime.hub.loop
+        check = IdleCheck(activity=self._activity)
+        loop.call_soon_threadsafe(
+            loop.call_later, self.config.idle_timeout_s, self._tell_self, check
+        )
+
+    def _status(self) -> SessionStatus:
+        turn = self.state.turn
+        return SessionStatus(
+            agent=self.config.key,
+            session_key=self.session_key,
+            version=self.version,
+            busy=turn is not None,
+            turn_id=turn.turn_id if turn else None,
+            iteration=turn.iteration if turn else 0,
+            queued=len(self._queue),
+            turns_completed=self.state.turns_completed,
+            turns_failed=self.state.turns_failed,
+            awaiting_approval=list(turn.awaiting_approval) if turn else [],
+            messages=len(self.state.messages),
+        )
+
+
+async def _timed(coro: Any) -> tuple[Any, float]:
+    started = time.perf_counter()
+    value = await coro
+    return value, (time.perf_counter() - started) * 1000
