@@ -31,7 +31,7 @@ from events.domain.actor import (
 from ._bridge import AskEnvelope, LoopReply, ThreadReply
 from ._supervised import SupervisedMixin
 from .errors import ActorCrashed, ActorDead, Escalated, Rejected
-from .internal import ChildEscalated, ChildStopped, Ready, Resume
+from .internal import ChildEscalated, ChildStopped, IdleCheck, Ready, Resume
 from .messages import Message, Piped
 from .runtime import ActorHandle, Runtime
 from .supervision import FailureWindow, SupervisionPolicy
@@ -43,7 +43,7 @@ A = TypeVar("A", bound="EventSourcedActor[Any]")
 Reply = LoopReply | ThreadReply
 #: Returned by a handler that will answer later through the reply from ``defer_reply()``.
 DEFERRED: Any = object()
-_INTERNAL = frozenset({Resume, ChildEscalated, ChildStopped, Ready})
+_INTERNAL = frozenset({Resume, ChildEscalated, ChildStopped, Ready, IdleCheck})
 _READ_PAGE = 1000
 
 
@@ -55,6 +55,9 @@ class EventSourcedActor(SupervisedMixin, pykka.ThreadingActor, Generic[S]):
     snapshot_every: ClassVar[int | None] = None
     #: False for actors whose state is not a fold (they only need their version on start).
     recover_state: ClassVar[bool] = True
+    #: Passivate (stop; recovered from the stream on the next message) after this many
+    #: idle seconds; None = never. ``is_idle()`` decides what idle means.
+    idle_timeout_s: float | None = None
     use_daemon_thread = True
 
     def __init__(
@@ -82,6 +85,7 @@ class EventSourcedActor(SupervisedMixin, pykka.ThreadingActor, Generic[S]):
         self._correlation: str | None = None
         self._given_up = False
         self._passivating = False
+        self._activity = 0
         self._leftovers: list[tuple[Any, Any]] = []
 
     # -- hooks for subclasses -----------------------------------------------------------
@@ -99,6 +103,10 @@ class EventSourcedActor(SupervisedMixin, pykka.ThreadingActor, Generic[S]):
     def on_recovered(self, restarted: bool) -> None:
         """Called after the stream was folded: at start (``restarted=False``) or after a
         crash restart. Work found pending in the state can be resumed or failed here."""
+
+    def is_idle(self) -> bool:
+        """True when stopping now would interrupt nothing (checked before passivating)."""
+        return True
 
     def on_child_stopped(self, child_path: str, leftovers: list[tuple[Any, Any]]) -> None:
         """A child stopped. ``leftovers`` are the messages it took in while passivating,
@@ -269,6 +277,11 @@ class EventSourcedActor(SupervisedMixin, pykka.ThreadingActor, Generic[S]):
             if reply is not None:
                 reply.set(self.version)
             return
+        if type(message) is IdleCheck:
+            if message.activity == self._activity and self.is_idle():
+                self.passivate()
+            return
+        self._activity += 1
         self._reply = reply
         correlation = getattr(message, "correlation_id", None)
         if correlation != self._correlation:
@@ -294,6 +307,10 @@ class EventSourcedActor(SupervisedMixin, pykka.ThreadingActor, Generic[S]):
                 self._answer(value=result)
         finally:
             self._reply = None
+        if self.idle_timeout_s is not None and self.is_idle():
+            loop = self.runtime.hub.loop
+            check = IdleCheck(activity=self._activity)
+            loop.call_soon_threadsafe(loop.call_later, self.idle_timeout_s, self._tell_self, check)
 
     def _answer(self, value: Any = None, error: BaseException | None = None) -> None:
         reply = self._reply

@@ -8,7 +8,7 @@ import msgspec
 
 from .messages import Message, Request
 
-__all__ = ["ChildEscalated", "ChildStopped", "Ready", "Resume"]
+__all__ = ["ChildEscalated", "ChildStopped", "IdleCheck", "Ready", "Resume"]
 
 
 class Resume(Message, frozen=True, kw_only=True):
@@ -27,6 +27,12 @@ class ChildStopped(Message, frozen=True, kw_only=True):
     path: str
     #: (message, reply) pairs a passivating child did not handle.
     leftovers: list[Any] = msgspec.field(default_factory=list)
+
+
+class IdleCheck(Message, frozen=True, kw_only=True):
+    """Scheduled after a message; passivates the actor if nothing happened since."""
+
+    activity: int
 
 
 class Ready(Request[int], frozen=True, kw_only=True):

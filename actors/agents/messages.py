@@ -11,7 +11,6 @@ __all__ = [
     "ApprovalTimedOut",
     "CancelTurn",
     "GetSessionStatus",
-    "IdleCheck",
     "ResumeTurn",
     "SendMessage",
     "SessionStatus",
@@ -51,10 +50,6 @@ class ApprovalTimedOut(Message, frozen=True, kw_only=True):
 
 class ResumeTurn(Message, frozen=True, kw_only=True):
     """Sent to itself by a Session that found an unfinished turn in its stream."""
-
-
-class IdleCheck(Message, frozen=True, kw_only=True):
-    activity: int
 
 
 class SessionStatus(msgspec.Struct, frozen=True, kw_only=True):

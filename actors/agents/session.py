@@ -39,7 +39,6 @@ from .messages import (
     ApprovalTimedOut,
     CancelTurn,
     GetSessionStatus,
-    IdleCheck,
     ResumeTurn,
     SendMessage,
     SessionStatus,
@@ -91,7 +90,7 @@ class Session(EventSourcedActor[SessionState]):
         self.max_iterations = config.max_iterations
         self._queue: deque[tuple[SendMessage, Any]] = deque()
         self._active: _Active | None = None
-        self._activity = 0
+        self.idle_timeout_s = config.idle_timeout_s
 
     # -- fold ---------------------------------------------------------------------------
     def initial_state(self) -> SessionState:
@@ -119,7 +118,6 @@ class Session(EventSourcedActor[SessionState]):
 
     # -- messages -----------------------------------------------------------------------
     def handle(self, message: Message) -> Any:
-        self._activity += 1
         match message:
             case SendMessage():
                 self._queue.append((message, self.defer_reply()))
@@ -140,13 +138,8 @@ class Session(EventSourcedActor[SessionState]):
                 self._resume()
             case GetSessionStatus():
                 return self._status()
-            case IdleCheck(activity=activity):
-                if activity == self._activity - 1 and self._idle():
-                    self.passivate()
-                return None  # a newer check is pending if there was activity since
             case _:
                 return super().handle(message)
-        self._schedule_idle_check()
         return None
 
     # -- turns --------------------------------------------------------------------------
@@ -402,17 +395,8 @@ class Session(EventSourcedActor[SessionState]):
     def _is_current(self, turn_id: str) -> bool:
         return self.state.turn is not None and self.state.turn.turn_id == turn_id
 
-    def _idle(self) -> bool:
+    def is_idle(self) -> bool:
         return self._active is None and self.state.turn is None and not self._queue
-
-    def _schedule_idle_check(self) -> None:
-        if not self._idle():
-            return
-        loop = self.runtime.hub.loop
-        check = IdleCheck(activity=self._activity)
-        loop.call_soon_threadsafe(
-            loop.call_later, self.config.idle_timeout_s, self._tell_self, check
-        )
 
     def _status(self) -> SessionStatus:
         turn = self.state.turn

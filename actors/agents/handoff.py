@@ -1,0 +1,121 @@
+"""Handoff routes (seed 001 §10): (channel, chat) → agent, one small actor per route.
+
+``handoff/{channel}/{chat}`` holds the route's history. ``System.send`` asks the route
+before normal routing, so after ``handoff(agent=...)`` later messages on that channel and
+chat go to the target; ``handoff(action="clear")`` hands back. Idle routes passivate.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from events import Event
+from events.domain.agent import HandoffCleared, HandoffRouted
+
+from ..actor import EventSourcedActor
+from ..errors import Rejected
+from ..messages import Message, Request
+
+__all__ = ["ClearRoute", "GetRoute", "HandoffRoute", "RouteState", "SetRoute", "route_stream"]
+
+_SEGMENT = re.compile(r"[^A-Za-z0-9_.:@+=#~,-]")
+
+
+def route_stream(channel: str, chat_id: str) -> str:
+    """The stream of one (channel, chat) route; unusual characters are escaped as ``~xx``."""
+    if not channel or not chat_id:
+        raise ValueError("a handoff route needs both a channel and a chat id")
+
+    def escape(text: str) -> str:
+        return _SEGMENT.sub(lambda m: "".join(f"~{b:02x}" for b in m.group().encode()), text)
+
+    return f"handoff/{escape(channel)}/{escape(chat_id)}"
+
+
+class RouteState(msgspec.Struct, kw_only=True):
+    agent: str | None = None
+    previous: str | None = None
+    changes: int = 0
+
+
+class GetRoute(Request["str | None"], frozen=True, kw_only=True):
+    pass
+
+
+class SetRoute(Request[bool], frozen=True, kw_only=True):
+    channel: str
+    chat_id: str
+    from_agent: str
+    to_agent: str
+    reason: str = ""
+    session_key: str = ""
+
+
+class ClearRoute(Request["str | None"], frozen=True, kw_only=True):
+    """Hand back; replies with the agent that had the route (None if there was none)."""
+
+    channel: str
+    chat_id: str
+    agent: str
+
+
+class HandoffRoute(EventSourcedActor[RouteState]):
+    kind = "handoff-route"
+    idle_timeout_s = 60.0
+
+    def initial_state(self) -> RouteState:
+        return RouteState()
+
+    def apply(self, state: RouteState, event: Event) -> RouteState:
+        match event:
+            case HandoffRouted(to_agent=to_agent, from_agent=from_agent):
+                state.previous, state.agent = from_agent, to_agent
+                state.changes += 1
+            case HandoffCleared():
+                state.agent = None
+                state.changes += 1
+        return state
+
+    def handle(self, message: Message) -> Any:
+        match message:
+            case GetRoute():
+                return self.state.agent
+            case SetRoute():
+                if message.to_agent == message.from_agent:
+                    raise Rejected("an agent cannot hand off to itself")
+                if self.state.agent == message.to_agent:
+                    return False
+                self.emit(
+                    [
+                        HandoffRouted(
+                            channel=message.channel,
+                            chat_id=message.chat_id,
+                            from_agent=message.from_agent,
+                            to_agent=message.to_agent,
+                            reason=message.reason,
+                            session_key=message.session_key,
+                        )
+                    ],
+                    correlation_id=message.correlation_id,
+                )
+                return True
+            case ClearRoute():
+                current = self.state.agent
+                if current is None:
+                    return None
+                self.emit(
+                    [
+                        HandoffCleared(
+                            channel=message.channel,
+                            chat_id=message.chat_id,
+                            agent=current,
+                            back_to=self.state.previous or "",
+                        )
+                    ],
+                    correlation_id=message.correlation_id,
+                )
+                return current
+        return super().handle(message)
