@@ -15,6 +15,8 @@ from .errors import (
     HubError,
     Rejected,
     SystemClosed,
+    TurnCancelledError,
+    TurnFailedError,
 )
 from .hub_store import HubStore, HubSubscription
 from .logging import configure_logging
@@ -43,5 +45,7 @@ __all__ = [
     "SupervisionPolicy",
     "System",
     "SystemClosed",
+    "TurnCancelledError",
+    "TurnFailedError",
     "configure_logging",
 ]

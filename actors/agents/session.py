@@ -116,6 +116,27 @@ class Session(EventSourcedActor[SessionState]):
             return
         self.actor_ref.tell(ResumeTurn())
 
+    def on_stop(self) -> None:
+        from ..errors import ActorDead
+
+        active, queued = self._active, list(self._queue)
+        self._active = None
+        self._queue.clear()
+        if active is not None:
+            for future in active.futures.values():
+                future.cancel()
+            if active.reply is not None:
+                active.reply.set_error(
+                    ActorDead(
+                        f"{self.path} stopped during the turn; it is in the log and resumes when "
+                        "the session starts again"
+                    )
+                )
+        for _, reply in queued:
+            if reply is not None:
+                reply.set_error(ActorDead(f"{self.path} stopped before this message's turn began"))
+        super().on_stop()
+
     # -- messages -----------------------------------------------------------------------
     def handle(self, message: Message) -> Any:
         match message:

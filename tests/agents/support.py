@@ -1,0 +1,49 @@
+"""Models and helpers for agent tests (wire-level fakes only for what cannot run here)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+from actors.models import ModelReply, ModelRequest, reply
+
+
+class GatedModel:
+    """A model whose replies wait for the test to release them (a slow provider)."""
+
+    def __init__(self, replies: list[ModelReply]) -> None:
+        self._replies = list(replies)
+        self.requests: list[ModelRequest] = []
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.cancelled = threading.Event()
+
+    @property
+    def name(self) -> str:
+        return "gated"
+
+    @property
+    def provider(self) -> str:
+        return "scripted"
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        self.requests.append(request)
+        self.started.set()
+        try:
+            while not self.release.is_set():
+                await asyncio.sleep(0.005)
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+        return self._replies.pop(0) if self._replies else reply("done")
+
+
+async def wait_threading_event(event: threading.Event, timeout: float = 10) -> None:
+    loop = asyncio.get_running_loop()
+    ok = await loop.run_in_executor(None, event.wait, timeout)
+    assert ok, "timed out waiting for the event"
+
+
+def types(events: list[Any]) -> list[str]:
+    return [e.type for e in events]
