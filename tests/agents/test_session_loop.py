@@ -119,7 +119,7 @@ async def test_a_turn_interrupted_by_a_process_restart_is_resumed(tmp_path: Path
     pending = asyncio.ensure_future(system.send("main", "u", "survive me"))
     await wait_threading_event(gated.started)
     await system.close()  # the process "dies" with the model call in flight
-    with pytest.raises(Exception):
+    with pytest.raises(ActorDead, match="resumes when the session starts again"):
         await pending
     model = ScriptedModel([reply("resumed answer")])
     async with System.open(path) as again:
