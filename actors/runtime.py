@@ -46,6 +46,26 @@ class Runtime:
         self._reserved: set[str] = set()
         self.dead_letter_sink: Callable[[str, object, str], None] | None = None
         self.closing = False
+        self._slots: dict[str, int] = {}
+        #: Shared services of this System by name (ports for tools, directories, ...).
+        self.services: dict[str, Any] = {}
+
+    def take_slot(self, name: str, limit: int) -> int | None:
+        """Take one of ``limit`` process-wide slots named ``name``; None if all are taken."""
+        with self._lock:
+            used = self._slots.get(name, 0)
+            if used >= limit:
+                return None
+            self._slots[name] = used + 1
+            return used + 1
+
+    def give_slot(self, name: str) -> None:
+        with self._lock:
+            self._slots[name] = max(self._slots.get(name, 0) - 1, 0)
+
+    def slots_used(self, name: str) -> int:
+        with self._lock:
+            return self._slots.get(name, 0)
 
     def run(self, coro: Coroutine[Any, Any, R], timeout: float | None = None) -> R:
         """Run store or other I/O on the hub from an actor thread (blocks that thread)."""

@@ -7,7 +7,6 @@ from collections.abc import Callable
 import msgspec
 
 from events import Event
-from events.domain.agent import SubagentAnnounced
 from events.domain.session import (
     ChatMessage,
     ModelFailed,
@@ -89,8 +88,6 @@ def apply_session_event(
         case TurnFailed() | TurnCancelled():
             state.turn = None
             state.turns_failed += 1
-        case SubagentAnnounced():
-            state.messages.append(ChatMessage(role="user", content=event.text))
         case _:
             _apply_tool_event(state, event, read_tool_event)
     return state

@@ -25,6 +25,8 @@ from .gateway import ToolGateway
 from .messages import AnswerApproval, CancelTurn, GetSessionStatus, SendMessage
 from .prompt import PromptBuilder
 from .session import Session, session_stream
+from .subagent_supervision import SubagentSupervision
+from .subagents import TaskBook, apply_task_event
 
 __all__ = ["AgentState", "AgentSupervisor", "Reconfigure", "agent_stream"]
 
@@ -38,6 +40,7 @@ def agent_stream(key: str) -> str:
 class AgentState(msgspec.Struct, kw_only=True):
     config: dict[str, Any] = msgspec.field(default_factory=dict)
     registrations: int = 0
+    tasks: TaskBook = msgspec.field(default_factory=TaskBook)
 
 
 class Reconfigure(Request[bool], frozen=True, kw_only=True):
@@ -49,8 +52,9 @@ class Reconfigure(Request[bool], frozen=True, kw_only=True):
     prompt: Any = None
 
 
-class AgentSupervisor(EventSourcedActor[AgentState]):
+class AgentSupervisor(SubagentSupervision, EventSourcedActor[AgentState]):
     kind = "agent"
+    snapshot_every = 500
 
     def __init__(
         self,
@@ -66,6 +70,7 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
         self.model = model
         self.gateway = gateway
         self.prompt = prompt or PromptBuilder()
+        self._init_subagents()
 
     def initial_state(self) -> AgentState:
         return AgentState()
@@ -74,10 +79,14 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
         if isinstance(event, AgentRegistered):
             state.config = dict(event.config)
             state.registrations += 1
+        else:
+            apply_task_event(state.tasks, event)
         return state
 
     def on_recovered(self, restarted: bool) -> None:
         self._record_config()
+        if not restarted:
+            self._fail_interrupted_subagents()
 
     def handle(self, message: Message) -> Any:
         if isinstance(message, _ROUTED):
@@ -90,6 +99,9 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
             if message.prompt is not None:
                 self.prompt = message.prompt
             return self._record_config()
+        handled = self.handle_subagent(message)
+        if handled is not NotImplemented:
+            return handled
         return super().handle(message)
 
     def on_child_stopped(self, child_path: str, leftovers: list[tuple[Any, Any]]) -> None:

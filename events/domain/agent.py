@@ -16,6 +16,7 @@ __all__ = [
     "SubagentAnnounced",
     "SubagentArchived",
     "SubagentFinished",
+    "SubagentRefused",
     "SubagentSpawned",
     "SubagentSteered",
 ]
@@ -47,25 +48,36 @@ class HandoffCleared(Event, tag="handoff.cleared"):
 
 
 class SubagentSpawned(Event, tag="subagent.spawned"):
-    """Written to the parent session's stream when a subagent task is accepted."""
+    """On ``agent/{key}``: a subagent task was accepted (its own stream is ``subagent/{id}``)."""
 
     task_id: str
-    agent: str
     parent_session: str
     task: str
     label: str = ""
     depth: int = 1
+    #: async (result announced later) | sync (the calling tool waits)
     mode: str = "async"
+    at: float = 0.0
+    #: The parent's session key (its stream is ``parent_session``).
+    parent_key: str = ""
+
+
+class SubagentRefused(Event, tag="subagent.refused"):
+    """On ``agent/{key}``: a spawn was refused by a limit."""
+
+    parent_session: str
+    reason: str
+    task: str = ""
 
 
 class SubagentFinished(Event, tag="subagent.finished"):
-    """Written to the parent session's stream: completed | failed | cancelled."""
+    """On ``agent/{key}``: completed | failed | cancelled."""
 
     task_id: str
     status: str
     result: str = ""
     error: str = ""
-    iterations: int = 0
+    at: float = 0.0
 
 
 class SubagentSteered(Event, tag="subagent.steered"):
@@ -75,10 +87,10 @@ class SubagentSteered(Event, tag="subagent.steered"):
 
 
 class SubagentAnnounced(Event, tag="subagent.announced"):
-    """Finished subagent results delivered to the parent in one (debounced) message."""
+    """On ``agent/{key}``: finished results sent to the parent session in one message."""
 
+    parent_session: str
     task_ids: list[str]
-    text: str
 
 
 class SubagentArchived(Event, tag="subagent.archived"):
@@ -90,6 +102,7 @@ EVENTS = (
     HandoffRouted,
     HandoffCleared,
     SubagentSpawned,
+    SubagentRefused,
     SubagentFinished,
     SubagentSteered,
     SubagentAnnounced,
