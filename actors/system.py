@@ -26,6 +26,7 @@ from events import Event, EventStore, StorageBackend, default_registry, open_sto
 from ._bridge import Hub, run_in_thread
 from .actor import EventSourcedActor
 from .agents.api import AgentApi
+from .agents.ports import AgentPorts
 from .errors import SystemClosed
 from .guardian import GUARDIAN_PATH, Adopt, Guardian, RecordDeadLetter
 from .hub_store import HubStore
@@ -106,6 +107,7 @@ class System(AgentApi):
             on_escalation=lambda path, reason: escalations.append((path, reason)),
         )
         system = cls(runtime, guardian)
+        runtime.services["agents"] = AgentPorts(runtime, guardian)
         system.escalations = escalations
         runtime.dead_letter_sink = system._record_dead_letter
         try:
@@ -178,6 +180,14 @@ class System(AgentApi):
             self._closed = True
             self._closing.set_result(None)
             _log.info("system closed")
+
+    async def __aenter__(self) -> System:
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
 
     @property
     def closed(self) -> bool:

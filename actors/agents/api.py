@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from events.domain.agent import HandoffCleared, HandoffRouted
+
 from ..errors import ActorDead
 from ..models.base import Model
 from ..runtime import ActorHandle
 from .config import AgentConfig, validate_agent_key
 from .gateway import ToolGateway
+from .handoff import RouteState, route_stream
 from .messages import AnswerApproval, CancelTurn, GetSessionStatus, SendMessage, SessionStatus
 from .prompt import PromptBuilder
 from .supervisor import AgentSupervisor, Reconfigure, agent_stream
@@ -79,6 +82,8 @@ class AgentApi:
         _check_session_key(session_key)
         if not isinstance(text, str) or not text.strip():
             raise ValueError("text must be a non-empty string")
+        if channel and chat_id:  # a handoff route beats normal routing (seed 001 §10)
+            agent = await self.routed_agent(channel, chat_id) or agent
         supervisor = self._agent(agent)
         message = SendMessage(
             session_key=session_key,
@@ -89,6 +94,17 @@ class AgentApi:
             user=user,
         )
         return await supervisor.ask(message, timeout or self.turn_timeout)  # type: ignore[no-any-return]
+
+    async def routed_agent(self: System, channel: str, chat_id: str) -> str | None:
+        """The agent a handoff routed (channel, chat) to, if any."""
+        state = RouteState()
+        for recorded in await self.store.read_stream(route_stream(channel, chat_id)):
+            event = recorded.event
+            if isinstance(event, HandoffRouted):
+                state.agent = event.to_agent
+            elif isinstance(event, HandoffCleared):
+                state.agent = None
+        return state.agent
 
     async def cancel(self: System, agent: str, session_key: str, *, by: str = "user") -> bool:
         """Cancel the running turn of a session; False if it had none."""

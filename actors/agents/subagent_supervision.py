@@ -156,7 +156,7 @@ class SubagentSupervision:
             return DEFERRED
         return msgspec.structs.replace(info)
 
-    def _subagent_done(self: AgentSupervisor, done: SubagentDone) -> None:
+    def _subagent_done(self: AgentSupervisor, done: SubagentDone, *, announce: bool = True) -> None:
         info = self.state.tasks.tasks.get(done.task_id)
         if info is None or info.status != "running":
             return
@@ -175,7 +175,7 @@ class SubagentSupervision:
         waiter = self._waiters.pop(done.task_id, None)
         if waiter is not None:
             waiter.set(msgspec.structs.replace(self.state.tasks.tasks[done.task_id]))
-        elif info.mode == "async":
+        elif info.mode == "async" and announce:
             pending = self._to_announce[info.parent_session]
             pending.append(done.task_id)
             if len(pending) == 1:
@@ -224,6 +224,14 @@ class SubagentSupervision:
             handle = self.children.get(f"subagent/{info.task_id}")
             if handle is not None and handle.is_alive():
                 handle.ask_blocking(CancelTurn(session_key=info.task_id, by="parent"))
+            # Record it now (the child's own notice arrives later and is ignored), so the
+            # canceller reads its own write.
+            self._subagent_done(
+                SubagentDone(
+                    task_id=info.task_id, status="cancelled", error="cancelled by the parent"
+                ),
+                announce=False,
+            )
         return [t.task_id for t in chosen]
 
     def _steer(self: AgentSupervisor, request: SteerSubagent) -> Any:

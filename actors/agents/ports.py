@@ -1,0 +1,149 @@
+"""Ports: what tools that drive actors (spawn, handoff, sessions_*) call.
+
+Tools never import actors; they receive these objects through their context. Every
+method is async and safe to call on the I/O hub (where tools execute).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ActorDead
+from .config import validate_agent_key
+from .gateway import CallerContext
+from .handoff import ClearRoute, HandoffRoute, SetRoute, route_stream
+from .messages import GetSessionStatus, SendMessage, SessionStatus
+from .subagents import (
+    CancelSubagents,
+    ListSubagents,
+    SpawnSubagent,
+    SteerSubagent,
+    SubagentInfo,
+)
+from .supervisor import agent_stream
+
+if TYPE_CHECKING:
+    from ..runtime import ActorHandle, Runtime
+
+__all__ = ["AgentPorts"]
+
+
+class AgentPorts:
+    """The actor-side operations tools may perform, bound to one Runtime."""
+
+    def __init__(self, runtime: Runtime, guardian: ActorHandle[Any]) -> None:
+        self._runtime = runtime
+        self._guardian = guardian
+
+    # -- subagents ----------------------------------------------------------------------
+    async def spawn_subagent(
+        self,
+        ctx: CallerContext,
+        task: str,
+        label: str = "",
+        *,
+        wait: bool = False,
+        timeout: float | None = None,
+    ) -> SubagentInfo:
+        request = SpawnSubagent(
+            parent_session=ctx.session_stream,
+            parent_key=ctx.session_key,
+            depth=ctx.depth,
+            task=task,
+            label=label,
+            mode="sync" if wait else "async",
+            correlation_id=ctx.correlation_id or None,
+        )
+        supervisor = self._agent(ctx.agent)
+        return await supervisor.ask(request, timeout)  # type: ignore[no-any-return]
+
+    async def list_subagents(self, ctx: CallerContext) -> list[SubagentInfo]:
+        request = ListSubagents(parent_session=ctx.session_stream)
+        return await self._agent(ctx.agent).ask(request)  # type: ignore[no-any-return]
+
+    async def cancel_subagents(self, ctx: CallerContext, target: str) -> list[str]:
+        request = CancelSubagents(parent_session=ctx.session_stream, target=target)
+        return await self._agent(ctx.agent).ask(request)  # type: ignore[no-any-return]
+
+    async def steer_subagent(self, ctx: CallerContext, task_id: str, message: str) -> SubagentInfo:
+        request = SteerSubagent(
+            parent_session=ctx.session_stream,
+            parent_key=ctx.session_key,
+            task_id=task_id,
+            message=message,
+        )
+        return await self._agent(ctx.agent).ask(request)  # type: ignore[no-any-return]
+
+    # -- handoff ------------------------------------------------------------------------
+    async def handoff(self, ctx: CallerContext, target: str, reason: str) -> bool:
+        """Route (channel, chat) to ``target`` and give it the conversation's context."""
+        validate_agent_key(target)
+        target_handle = self._agent(target)
+        if not ctx.channel or not ctx.chat_id:
+            raise ValueError("handoff needs a conversation on a channel and chat")
+        route = await self._route(ctx.channel, ctx.chat_id)
+        changed = await route.ask(
+            SetRoute(
+                channel=ctx.channel,
+                chat_id=ctx.chat_id,
+                from_agent=ctx.agent,
+                to_agent=target,
+                reason=reason,
+                session_key=ctx.session_key,
+            )
+        )
+        intro = (
+            f"[handoff from {ctx.agent}] The conversation on {ctx.channel}/{ctx.chat_id} "
+            f"is now yours. Reason: {reason}"
+        )
+        target_handle.tell(
+            SendMessage(
+                session_key=ctx.session_key,
+                text=intro,
+                sender=f"handoff:{ctx.agent}",
+                channel=ctx.channel,
+                chat_id=ctx.chat_id,
+                user=ctx.user,
+            )
+        )
+        return bool(changed)
+
+    async def clear_handoff(self, ctx: CallerContext) -> str | None:
+        route = await self._route(ctx.channel, ctx.chat_id)
+        return await route.ask(
+            ClearRoute(
+                channel=ctx.channel,
+                chat_id=ctx.chat_id,  # type: ignore[no-any-return]
+                agent=ctx.agent,
+            )
+        )
+
+    async def _route(self, channel: str, chat_id: str) -> ActorHandle[Any]:
+        from ..internal import Ready
+        from ..spawning import launch
+
+        path = route_stream(channel, chat_id)
+        handle = self._runtime.lookup(path)
+        if handle is not None and handle.is_alive():
+            return handle
+        try:
+            handle = launch(self._runtime, HandoffRoute, path, self._guardian, None)
+        except ValueError:  # started concurrently
+            found = self._runtime.lookup(path)
+            assert found is not None
+            return found
+        await handle.ask(Ready())
+        return handle
+
+    # -- sessions -----------------------------------------------------------------------
+    async def session_status(self, agent: str, session_key: str) -> SessionStatus:
+        return await self._agent(agent).ask(GetSessionStatus(session_key=session_key))  # type: ignore[no-any-return]
+
+    async def send_to_session(self, agent: str, session_key: str, text: str, sender: str) -> None:
+        self._agent(agent).tell(SendMessage(session_key=session_key, text=text, sender=sender))
+
+    def _agent(self, agent: str) -> ActorHandle[Any]:
+        handle = self._runtime.lookup(agent_stream(agent))
+        if handle is None or not handle.is_alive():
+            raise ActorDead(f"unknown agent {agent!r}")
+        return handle
