@@ -36,6 +36,7 @@ from .messages import Message, Request
 from .runtime import ActorHandle, Runtime
 from .spawning import launch
 from .supervision import SupervisionPolicy
+from .teams.api import TeamApi
 
 __all__ = ["System"]
 
@@ -44,7 +45,7 @@ R = TypeVar("R")
 _log = structlog.get_logger("clawlog.system")
 
 
-class System(AgentApi):
+class System(AgentApi, TeamApi):
     """A running clawlog: hub, store, guardian and the actors under it."""
 
     def __init__(self, runtime: Runtime, guardian: ActorHandle[Any]) -> None:

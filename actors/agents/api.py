@@ -42,6 +42,7 @@ class AgentApi:
         if not isinstance(config, AgentConfig):
             raise TypeError("config must be an actors.agents.AgentConfig")
         gateway = gateway or self.default_gateway(config)
+        prompt = prompt or self.prompt_for(config.key)
         running = self.actor(agent_stream(config.key))
         if running is not None and running.is_alive():
             await running.ask(
@@ -56,6 +57,13 @@ class AgentApi:
             gateway=gateway,
             prompt=prompt,
         )
+
+    def prompt_for(self: System, agent: str) -> PromptBuilder:
+        """The prompt builder of ``agent`` (shared by its sessions; sections can be added)."""
+        builders: dict[str, PromptBuilder] = self.runtime.services.setdefault("prompts", {})
+        if agent not in builders:
+            builders[agent] = PromptBuilder()
+        return builders[agent]
 
     def default_gateway(self: System, config: AgentConfig) -> ToolGateway:
         from .no_tools import NoTools

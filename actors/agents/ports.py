@@ -140,6 +140,10 @@ class AgentPorts:
         return await self._agent(agent).ask(GetSessionStatus(session_key=session_key))  # type: ignore[no-any-return]
 
     async def send_to_session(self, agent: str, session_key: str, text: str, sender: str) -> None:
+        self.tell_agent(agent, session_key, text, sender)
+
+    def tell_agent(self, agent: str, session_key: str, text: str, sender: str) -> None:
+        """Start a turn in an agent's session without waiting (safe from any thread)."""
         self._agent(agent).tell(SendMessage(session_key=session_key, text=text, sender=sender))
 
     def _agent(self, agent: str) -> ActorHandle[Any]:

@@ -1,0 +1,85 @@
+"""The team part of the System API, and TEAM.md for the lead's prompt."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from events.domain.team import TeamMember
+
+from ..agents.config import AgentConfig, validate_agent_key
+from ..agents.gateway import CallerContext
+from ..runtime import ActorHandle
+from .messages import GetBoard, TeamView
+from .team import Team, team_stream
+
+if TYPE_CHECKING:
+    from ..system import System
+
+__all__ = ["TeamApi", "team_md"]
+
+_TEAM_ID = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
+
+
+def team_md(view: TeamView) -> str:
+    lines = [f"You lead team **{view.name}** (id `{view.team_id}`). Your teammates:"]
+    lines += [
+        f"- {agent}: {role or 'member'}" for agent, role in view.members if agent != view.lead
+    ]
+    lines.append(
+        "Post work with team_tasks (action=create, subject, description, priority, "
+        "blocked_by); teammates are activated, claim tasks and report back as messages "
+        "from 'teammate:<name>'. Talk to them with team_message (send, broadcast, read)."
+    )
+    return "\n".join(lines)
+
+
+class TeamApi:
+    """Mixed into :class:`actors.system.System`."""
+
+    async def create_team(
+        self: System,
+        team_id: str,
+        *,
+        name: str,
+        lead: str,
+        members: list[tuple[str, str]],
+    ) -> ActorHandle[Any]:
+        """Create (or reopen) a team. Register its agents first: the lead gets TEAM.md."""
+        if _TEAM_ID.fullmatch(team_id) is None:
+            raise ValueError(f"invalid team id {team_id!r}: 1-64 of a-z 0-9 _ . -")
+        for key in [lead, *(m for m, _ in members)]:
+            validate_agent_key(key)
+        if lead in [m for m, _ in members]:
+            raise ValueError("the lead is not listed among the members")
+        handle = self.actor(team_stream(team_id))
+        if handle is None or not handle.is_alive():
+            handle = await self.spawn(
+                Team,
+                team_stream(team_id),
+                team_id=team_id,
+                name=name,
+                lead=lead,
+                members=[TeamMember(agent=a, role=r) for a, r in members],
+            )
+        view: TeamView = await handle.ask(GetBoard())
+        section_text = team_md(view)
+
+        def section(config: AgentConfig, ctx: CallerContext) -> tuple[str, str] | None:
+            return ("TEAM.md", section_text) if config.key == view.lead else None
+
+        self.prompt_for(view.lead).add_section(f"TEAM.md:{team_id}", section)
+        self.runtime.services.setdefault("teams_by_agent", {}).setdefault(view.lead, set()).add(
+            team_id
+        )
+        for agent, _ in view.members:
+            self.runtime.services["teams_by_agent"].setdefault(agent, set()).add(team_id)
+        return handle
+
+    async def team_board(self: System, team_id: str) -> TeamView:
+        handle = self.actor(team_stream(team_id))
+        if handle is None:
+            from ..errors import ActorDead
+
+            raise ActorDead(f"unknown team {team_id!r}: create it with system.create_team()")
+        return await handle.ask(GetBoard())  # type: ignore[no-any-return]
