@@ -73,7 +73,11 @@ class SqliteBackend:
         if self.read_only:
             if not self.path.exists():
                 raise EventStoreError(f"{self.path} does not exist")
-            await self._open_reader(f"file:{self.path}?mode=ro")
+            try:
+                await self._open_reader(f"file:{self.path}?mode=ro")
+            except BaseException:
+                await self._close_connections()
+                raise
         else:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._lock.acquire()
@@ -279,9 +283,7 @@ class SqliteBackend:
 
 async def _connect(database: str, *, uri: bool = False) -> aiosqlite.Connection:
     try:
-        conn = aiosqlite.connect(database, uri=uri, isolation_level=None)
-        conn.daemon = True
-        return await conn
+        return await aiosqlite.connect(database, uri=uri, isolation_level=None)
     except sqlite3.Error as exc:
         raise EventStoreError(f"cannot open {database}: {exc}") from exc
 

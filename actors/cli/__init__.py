@@ -1,0 +1,88 @@
+"""The ``clawlog`` command: the demo, and readers over a log."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from .logfile import CliError, open_log
+
+__all__ = ["main"]
+
+DEFAULT_DB = "clawlog-demo.db"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="clawlog",
+        description="clawlog: an event-sourced actor "
+        "backend for LLM agents. Readers never write to the log.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    demo = sub.add_parser("demo", help="run the scripted demo on a SQLite log (continues it)")
+    demo.add_argument("--db", default=DEFAULT_DB)
+
+    def reader(name: str, help_: str) -> argparse.ArgumentParser:
+        command = sub.add_parser(name, help=help_)
+        command.add_argument("--db", default=DEFAULT_DB, help="log file (or postgresql:// URL)")
+        command.add_argument("--json", action="store_true", help="machine-readable output")
+        return command
+
+    tail = reader("tail", "print events (-f to follow live)")
+    tail.add_argument("-f", "--follow", action="store_true")
+    tail.add_argument("-n", "--last", type=int, default=50, help="last N events (0 = all)")
+    tail.add_argument("--stream-prefix")
+    tail.add_argument("--type", action="append", dest="types")
+    history = reader("history", "a session's conversation")
+    history.add_argument("agent")
+    history.add_argument("session_key")
+    board = reader("board", "a team's task board")
+    board.add_argument("team_id")
+    reader("routes", "current handoff routes")
+    return parser
+
+
+async def _run(args: argparse.Namespace) -> None:
+    from . import readers
+
+    if args.command == "demo":
+        from .demo import run_demo
+
+        await run_demo(args.db)
+        return
+    async with open_log(args.db) as store:
+        match args.command:
+            case "tail":
+                await readers.tail(
+                    store,
+                    follow=args.follow,
+                    last=args.last,
+                    stream_prefix=args.stream_prefix,
+                    types=args.types,
+                    as_json=args.json,
+                )
+            case "history":
+                await readers.history(store, args.agent, args.session_key, as_json=args.json)
+            case "board":
+                await readers.board(store, args.team_id, as_json=args.json)
+            case "routes":
+                await readers.routes(store, as_json=args.json)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        asyncio.run(_run(args))
+    except CliError as exc:
+        print(f"clawlog: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
