@@ -27,6 +27,8 @@ from ._bridge import Hub, run_in_thread
 from .actor import EventSourcedActor
 from .agents.api import AgentApi
 from .agents.ports import AgentPorts
+from .delegation.api import DelegationApi
+from .delegation.ports import DelegationPorts
 from .errors import SystemClosed
 from .guardian import GUARDIAN_PATH, Adopt, Guardian, RecordDeadLetter
 from .hub_store import HubStore
@@ -45,7 +47,7 @@ R = TypeVar("R")
 _log = structlog.get_logger("clawlog.system")
 
 
-class System(AgentApi, TeamApi):
+class System(AgentApi, TeamApi, DelegationApi):
     """A running clawlog: hub, store, guardian and the actors under it."""
 
     def __init__(self, runtime: Runtime, guardian: ActorHandle[Any]) -> None:
@@ -109,6 +111,7 @@ class System(AgentApi, TeamApi):
         )
         system = cls(runtime, guardian)
         runtime.services["agents"] = AgentPorts(runtime, guardian)
+        runtime.services["delegation"] = DelegationPorts(runtime, system.delegation_directory())
         system.escalations = escalations
         runtime.dead_letter_sink = system._record_dead_letter
         try:

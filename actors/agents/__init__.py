@@ -1,6 +1,6 @@
 """Agents: AgentSupervisor and Session actors running the agent loop."""
 
-from .config import AgentConfig, SubagentLimits
+from .config import AgentConfig, QualityGate, SubagentLimits
 from .gateway import CallerContext, GateResult, GateStep, ToolGateway
 from .messages import SessionStatus
 from .prompt import CONTEXT_FILES, ContextSource, PromptBuilder
@@ -16,6 +16,7 @@ __all__ = [
     "GateResult",
     "GateStep",
     "PromptBuilder",
+    "QualityGate",
     "Session",
     "SessionStatus",
     "SubagentLimits",

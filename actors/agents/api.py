@@ -43,6 +43,8 @@ class AgentApi:
             raise TypeError("config must be an actors.agents.AgentConfig")
         gateway = gateway or self.default_gateway(config)
         prompt = prompt or self.prompt_for(config.key)
+        self.runtime.services.setdefault("agent_configs", {})[config.key] = config
+        self.delegation_directory().describe(config)
         running = self.actor(agent_stream(config.key))
         if running is not None and running.is_alive():
             await running.ask(

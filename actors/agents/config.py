@@ -7,7 +7,7 @@ from typing import Literal
 
 import msgspec
 
-__all__ = ["AgentConfig", "SubagentLimits", "validate_agent_key"]
+__all__ = ["AgentConfig", "QualityGate", "SubagentLimits", "validate_agent_key"]
 
 _KEY = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 
@@ -31,6 +31,21 @@ class SubagentLimits(msgspec.Struct, frozen=True, kw_only=True):
     archive_after_minutes: float = 60.0
     #: Finished results arriving within this window are announced to the parent together.
     announce_debounce_s: float = 0.5
+
+
+class QualityGate(msgspec.Struct, frozen=True, kw_only=True):
+    """Seed 001 §11: validate output before it reaches the user."""
+
+    #: The event that triggers it, e.g. "delegation.completed".
+    event: str = "delegation.completed"
+    #: command: exit 0 passes, stderr is the feedback | agent: a reviewer's APPROVED/REJECTED
+    type: Literal["command", "agent"] = "agent"
+    command: str = ""
+    agent: str = ""
+    criteria: str = ""
+    block_on_failure: bool = True
+    max_retries: int = 2
+    timeout_s: float = 120.0
 
 
 class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,6 +72,11 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
     idle_timeout_s: float = 300.0
     max_tokens: int = 4096
     subagents: SubagentLimits = msgspec.field(default_factory=SubagentLimits)
+    #: Delegations this agent may run at once, from all sources together (seed 001 §7).
+    max_delegation_load: int = 5
+    #: How long a delegation to this agent may take before it counts as failed.
+    delegation_deadline_s: float = 300.0
+    quality_gates: list[QualityGate] = msgspec.field(default_factory=list)
 
     def __post_init__(self) -> None:
         validate_agent_key(self.key)

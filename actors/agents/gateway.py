@@ -35,6 +35,8 @@ class CallerContext(msgspec.Struct, frozen=True, kw_only=True):
     provider: str = ""
     #: The stream of the session making the call.
     session_stream: str = ""
+    #: Set for turns run by a quality gate or an evaluate loop: no gates on delegations.
+    skip_hooks: bool = False
 
 
 class GateStep(msgspec.Struct, frozen=True, kw_only=True):

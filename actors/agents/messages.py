@@ -28,6 +28,8 @@ class SendMessage(Request[str], frozen=True, kw_only=True):
     chat_id: str = ""
     user: str = ""
     turn_id: str = ""
+    #: Quality gates do not run for delegations made in this turn (recursion guard).
+    skip_hooks: bool = False
 
 
 class CancelTurn(Request[bool], frozen=True, kw_only=True):

@@ -190,6 +190,7 @@ class Session(EventSourcedActor[SessionState]):
                 channel=message.channel,
                 chat_id=message.chat_id,
                 user=message.user,
+                skip_hooks=message.skip_hooks,
             )
         )
         self._active = _Active(turn_id, reply)
@@ -411,6 +412,7 @@ class Session(EventSourcedActor[SessionState]):
             workspace=self.config.workspace,
             provider=self.model.provider,
             session_stream=self.path,
+            skip_hooks=bool(turn and turn.skip_hooks),
         )
 
     def _is_current(self, turn_id: str) -> bool:

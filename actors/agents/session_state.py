@@ -32,6 +32,7 @@ class TurnState(msgspec.Struct, kw_only=True):
     pending_calls: dict[str, str] = msgspec.field(default_factory=dict)
     #: call ids waiting for an approval decision.
     awaiting_approval: list[str] = msgspec.field(default_factory=list)
+    skip_hooks: bool = False
 
 
 class SessionState(msgspec.Struct, kw_only=True):
@@ -66,7 +67,9 @@ def apply_session_event(
         case TurnStarted():
             prefix = "" if event.sender == "user" else f"[{event.sender}] "
             state.messages.append(ChatMessage(role="user", content=prefix + event.text))
-            state.turn = TurnState(turn_id=event.turn_id, sender=event.sender)
+            state.turn = TurnState(
+                turn_id=event.turn_id, sender=event.sender, skip_hooks=event.skip_hooks
+            )
             if event.channel:
                 state.channel, state.chat_id = event.channel, event.chat_id
             if event.user:

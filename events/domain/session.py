@@ -76,6 +76,8 @@ class TurnStarted(Event, tag="session.turn_started"):
     channel: str = ""
     chat_id: str = ""
     user: str = ""
+    #: Delegations made in this turn skip quality gates (seed 001 §11 recursion guard).
+    skip_hooks: bool = False
 
 
 class ModelRequested(Event, tag="session.model_requested"):

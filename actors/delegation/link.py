@@ -1,0 +1,430 @@
+"""DelegationLink: one actor per directed link source → target (seed 001 §7).
+
+Every delegation has a deadline. If the target fails, crashes, is cancelled or times out,
+the link records it and the caller gets an error result that says so: a sync caller in
+its reply, an async caller as a ``delegate:{id}`` message in its session. A delegation
+found running when the link starts after a restart is recorded as interrupted and its
+caller told, so no delegated result is ever silently lost.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from events import Event
+from events.domain.delegation import (
+    DelegationAnnounced,
+    DelegationCancelled,
+    DelegationCompleted,
+    DelegationFailed,
+    DelegationRefused,
+    DelegationRequested,
+    DelegationRetried,
+    GateEvaluated,
+    LinkConfigured,
+)
+
+from .._bridge import AskEnvelope
+from ..actor import DEFERRED, EventSourcedActor
+from ..agents.messages import CancelTurn, SendMessage
+from ..errors import Rejected
+from ..messages import Message, Piped
+from .gates import evaluate_gate, gate_name
+from .messages import (
+    CancelDelegation,
+    DeadlineReached,
+    Delegate,
+    DelegationInfo,
+    DelegationOutcome,
+    LinkState,
+    ListDelegations,
+)
+from .state import apply_link_event
+
+__all__ = ["DelegationError", "DelegationLink", "link_stream"]
+
+
+def link_stream(source: str, target: str) -> str:
+    return f"link/{source}->{target}"
+
+
+class DelegationError(Rejected):
+    """A delegation ended without a usable result; the message says why."""
+
+
+class _TurnReply:
+    """The reply object of the target's turn: reports back to the link."""
+
+    def __init__(self, link: Any, delegation_id: str, attempt: int) -> None:
+        self._link, self._id, self._attempt = link, delegation_id, attempt
+
+    def set(self, value: Any) -> None:
+        self._link.tell(
+            DelegationOutcome(
+                delegation_id=self._id, attempt=self._attempt, ok=True, text=str(value)
+            )
+        )
+
+    def set_error(self, error: BaseException) -> None:
+        crashed = type(error).__name__ in ("ActorCrashed", "ActorDead")
+        self._link.tell(
+            DelegationOutcome(
+                delegation_id=self._id,
+                attempt=self._attempt,
+                ok=False,
+                text=str(error),
+                crashed=crashed,
+            )
+        )
+
+
+class DelegationLink(EventSourcedActor[LinkState]):
+    kind = "link"
+    snapshot_every = 500
+
+    def __init__(self, *args: Any, configured: LinkConfigured, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._configured = configured
+        self._waiters: dict[str, Any] = {}
+
+    def initial_state(self) -> LinkState:
+        return LinkState()
+
+    def apply(self, state: LinkState, event: Event) -> LinkState:
+        return apply_link_event(state, event)
+
+    def on_recovered(self, restarted: bool) -> None:
+        current = self._configured
+        state = self.state
+        if (
+            state.source,
+            state.target,
+            state.max_concurrent,
+            state.user_allow,
+            state.user_deny,
+            state.enabled,
+        ) != (
+            current.source,
+            current.target,
+            current.max_concurrent,
+            current.user_allow,
+            current.user_deny,
+            current.enabled,
+        ):
+            self.emit([current])
+        if not restarted:
+            for info in self.state.running():
+                self._finish(
+                    info,
+                    DelegationFailed(
+                        delegation_id=info.delegation_id,
+                        reason="interrupted",
+                        message="interrupted by a restart before the target answered",
+                        at=time.time(),
+                    ),
+                )
+
+    def reconfigure(self, configured: LinkConfigured) -> None:
+        self._configured = configured
+
+    def handle(self, message: Message) -> Any:
+        match message:
+            case Delegate():
+                return self._delegate(message)
+            case DelegationOutcome():
+                self._on_outcome(message)
+            case Piped(label="gate"):
+                self._on_gate(message)
+            case DeadlineReached(delegation_id=delegation_id):
+                info = self.state.delegations.get(delegation_id)
+                if info is not None and info.status == "running":
+                    self._cancel_target(info)
+                    self._finish(
+                        info,
+                        DelegationFailed(
+                            delegation_id=delegation_id,
+                            reason="timeout",
+                            message=f"{info.target} did not finish within the deadline",
+                            at=time.time(),
+                        ),
+                    )
+            case CancelDelegation():
+                return self._cancel(message.delegation_id, message.by)
+            case ListDelegations():
+                return [
+                    d
+                    for d in self.state.delegations.values()
+                    if (message.include_finished or d.status == "running")
+                    and message.source_session in (None, d.source_session)
+                ]
+            case _:
+                return super().handle(message)
+        return None
+
+    # -- starting -----------------------------------------------------------------------
+    def _delegate(self, request: Delegate) -> Any:
+        state = self.state
+        reason = self._refusal(request)
+        if reason is not None:
+            self.emit(
+                [
+                    DelegationRefused(
+                        source=state.source, target=state.target, reason=reason, user=request.user
+                    )
+                ]
+            )
+            raise Rejected(reason)
+        configs = self.runtime.services.get("agent_configs", {})
+        target_config = configs.get(state.target)
+        limit = target_config.max_delegation_load if target_config else 5
+        if self.runtime.take_slot(f"delegation-load:{state.target}", limit) is None:
+            reason = (
+                f"Agent at capacity ({limit}/{limit}). Try a different agent or handle it yourself."
+            )
+            self.emit(
+                [
+                    DelegationRefused(
+                        source=state.source, target=state.target, reason=reason, user=request.user
+                    )
+                ]
+            )
+            raise Rejected(reason)
+        deadline = request.deadline_s or (
+            target_config.delegation_deadline_s if target_config else 300.0
+        )
+        delegation_id = f"dg-{uuid.uuid4().hex[:12]}"
+        self.emit(
+            [
+                DelegationRequested(
+                    delegation_id=delegation_id,
+                    source=state.source,
+                    target=state.target,
+                    task=request.task,
+                    mode=request.mode,
+                    user=request.user,
+                    source_session=request.source_session,
+                    source_key=request.source_key,
+                    target_session=f"delegate-{delegation_id}",
+                    deadline_s=deadline,
+                    at=time.time(),
+                    skip_hooks=request.skip_hooks,
+                )
+            ],
+            correlation_id=request.correlation_id,
+        )
+        info = self.state.delegations[delegation_id]
+        self._run_target(info, request.task, attempt=1)
+        self._tell_later(deadline, DeadlineReached(delegation_id=delegation_id))
+        if request.mode == "sync":
+            self._waiters[delegation_id] = self.defer_reply()
+            return DEFERRED
+        return info
+
+    def _refusal(self, request: Delegate) -> str | None:
+        state = self.state
+        if not state.enabled:
+            return f"the link {state.source} -> {state.target} is disabled"
+        if request.user and request.user in state.user_deny:
+            return f"user {request.user!r} may not delegate to {state.target}"
+        if state.user_allow and request.user not in state.user_allow:
+            return f"user {request.user!r} is not allowed to delegate to {state.target}"
+        running = len(state.running())
+        if running >= state.max_concurrent:
+            return (
+                f"Agent at capacity ({running}/{state.max_concurrent}). Try a different "
+                "agent or handle it yourself."
+            )
+        return None
+
+    def _run_target(self, info: DelegationInfo, text: str, attempt: int) -> None:
+        target = self.runtime.lookup(f"agent/{info.target}")
+        reply = _TurnReply(self.handle_ref, info.delegation_id, attempt)
+        if target is None or not target.is_alive():
+            reply.set_error(Rejected(f"agent {info.target!r} is not running"))
+            return
+        message = SendMessage(
+            session_key=info.target_session,
+            text=text,
+            sender=f"delegate:{info.source}",
+            user=info.user,
+            skip_hooks=info.skip_hooks,
+        )
+        target.ref.tell(AskEnvelope(message, reply))
+
+    # -- outcomes -----------------------------------------------------------------------
+    def _on_outcome(self, outcome: DelegationOutcome) -> None:
+        info = self.state.delegations.get(outcome.delegation_id)
+        if info is None or info.status != "running" or outcome.attempt != info.attempts:
+            return
+        if not outcome.ok:
+            reason = "crashed" if outcome.crashed else "target_failed"
+            self._finish(
+                info,
+                DelegationFailed(
+                    delegation_id=info.delegation_id,
+                    reason=reason,
+                    message=outcome.text,
+                    at=time.time(),
+                ),
+            )
+            return
+        gates = self._gates(info)
+        if not gates:
+            self._finish(
+                info,
+                DelegationCompleted(
+                    delegation_id=info.delegation_id, result=outcome.text, at=time.time()
+                ),
+            )
+            return
+        info.result = outcome.text
+        self.pipe(self._evaluate(gates, info, outcome.text), "gate", key=info.delegation_id)
+
+    async def _evaluate(self, gates: list[Any], info: DelegationInfo, result: str) -> Any:
+        verdicts = []
+        for gate in gates:
+            passed, feedback = await evaluate_gate(
+                gate, result, info.task, self.runtime, info.delegation_id, info.attempts
+            )
+            verdicts.append((gate, passed, feedback))
+        return info.attempts, verdicts
+
+    def _on_gate(self, message: Piped) -> None:
+        info = self.state.delegations.get(message.key)
+        if info is None or info.status != "running":
+            return
+        if message.error is not None:
+            self._finish(
+                info,
+                DelegationFailed(
+                    delegation_id=info.delegation_id,
+                    reason="gate_rejected",
+                    message=str(message.error),
+                    at=time.time(),
+                ),
+            )
+            return
+        attempt, verdicts = message.value
+        if attempt != info.attempts:
+            return
+        self.emit(
+            [
+                GateEvaluated(
+                    delegation_id=info.delegation_id,
+                    gate=gate_name(g),
+                    passed=p,
+                    feedback=f,
+                    attempt=attempt,
+                )
+                for g, p, f in verdicts
+            ]
+        )
+        blocking = [(g, f) for g, p, f in verdicts if not p and g.block_on_failure]
+        if not blocking:
+            self._finish(
+                info,
+                DelegationCompleted(
+                    delegation_id=info.delegation_id, result=info.result, at=time.time()
+                ),
+            )
+            return
+        gate, feedback = blocking[0]
+        if info.attempts > gate.max_retries:
+            self._finish(
+                info,
+                DelegationFailed(
+                    delegation_id=info.delegation_id,
+                    reason="gate_rejected",
+                    message=f"{gate_name(gate)} rejected the result after {info.attempts} "
+                    f"attempt(s): {feedback}",
+                    at=time.time(),
+                ),
+            )
+            return
+        self.emit(
+            [
+                DelegationRetried(
+                    delegation_id=info.delegation_id, attempt=info.attempts + 1, feedback=feedback
+                )
+            ]
+        )
+        revision = (
+            f"Your previous result was rejected by a quality check. Feedback: "
+            f"{feedback}\n\nRevise it. The task was: {info.task}"
+        )
+        self._run_target(self.state.delegations[info.delegation_id], revision, info.attempts)
+
+    def _gates(self, info: DelegationInfo) -> list[Any]:
+        if info.skip_hooks:
+            return []
+        config = self.runtime.services.get("agent_configs", {}).get(info.source)
+        return [
+            g for g in (config.quality_gates if config else []) if g.event == "delegation.completed"
+        ]
+
+    def _cancel(self, delegation_id: str, by: str) -> DelegationInfo:
+        info = self.state.delegations.get(delegation_id)
+        if info is None:
+            raise Rejected(f"unknown delegation {delegation_id!r}")
+        if info.status != "running":
+            raise Rejected(f"delegation {delegation_id} is already {info.status}")
+        self._cancel_target(info)
+        self._finish(info, DelegationCancelled(delegation_id=delegation_id, by=by, at=time.time()))
+        return info
+
+    def _cancel_target(self, info: DelegationInfo) -> None:
+        target = self.runtime.lookup(f"agent/{info.target}")
+        if target is not None and target.is_alive():
+            target.tell(CancelTurn(session_key=info.target_session, by=f"link:{info.source}"))
+
+    def _finish(self, info: DelegationInfo, event: Event) -> None:
+        """Record the outcome, free the capacity and deliver it to the caller."""
+        self.emit([event])
+        self.runtime.give_slot(f"delegation-load:{info.target}")
+        info = self.state.delegations[info.delegation_id]
+        waiter = self._waiters.pop(info.delegation_id, None)
+        if waiter is not None:
+            if info.status == "completed":
+                waiter.set(info)
+            else:
+                waiter.set_error(DelegationError(_describe(info)))
+            return
+        if info.mode == "async":
+            self._announce(info)
+
+    def _announce(self, info: DelegationInfo) -> None:
+        ports = self.runtime.services.get("agents")
+        source_key = info.source_key or _key_of(info.source_session)
+        if ports is None or not source_key:
+            return
+        text = (
+            f"[delegate:{info.delegation_id}] {info.target} finished: {info.result}"
+            if info.status == "completed"
+            else f"[delegate:{info.delegation_id}] {_describe(info)}"
+        )
+        try:
+            ports.tell_agent(info.source, source_key, text, f"delegate:{info.delegation_id}")
+        except Exception as exc:
+            self.log.warning("could not announce a delegation result", error=str(exc))
+            return
+        self.emit([DelegationAnnounced(delegation_id=info.delegation_id)])
+
+    def _tell_later(self, delay: float, message: Any) -> None:
+        loop = self.runtime.hub.loop
+        loop.call_soon_threadsafe(loop.call_later, delay, self._tell_self, message)
+
+
+def _describe(info: DelegationInfo) -> str:
+    if info.status == "cancelled":
+        return f"delegation {info.delegation_id} to {info.target} was cancelled"
+    return (
+        f"delegation {info.delegation_id} to {info.target} failed ({info.reason}): "
+        f"{info.result or 'no result'}"
+    )
+
+
+def _key_of(session_stream: str) -> str:
+    parts = session_stream.split("/", 2)
+    return parts[2] if len(parts) == 3 and parts[0] == "session" else ""

@@ -1,0 +1,96 @@
+"""Messages to DelegationLink actors and their state."""
+
+from __future__ import annotations
+
+import msgspec
+
+from ..messages import Message, Request
+
+__all__ = [
+    "CancelDelegation",
+    "DeadlineReached",
+    "Delegate",
+    "DelegationInfo",
+    "DelegationOutcome",
+    "GateOutcome",
+    "LinkState",
+    "ListDelegations",
+]
+
+
+class DelegationInfo(msgspec.Struct, kw_only=True):
+    delegation_id: str
+    source: str
+    target: str
+    task: str
+    mode: str
+    user: str = ""
+    source_session: str = ""
+    source_key: str = ""
+    target_session: str = ""
+    #: running | completed | failed | cancelled
+    status: str = "running"
+    result: str = ""
+    reason: str = ""
+    requested_at: float = 0.0
+    deadline_at: float = 0.0
+    finished_at: float | None = None
+    attempts: int = 1
+    skip_hooks: bool = False
+    announced: bool = False
+
+
+class LinkState(msgspec.Struct, kw_only=True):
+    source: str = ""
+    target: str = ""
+    max_concurrent: int = 5
+    user_allow: list[str] = msgspec.field(default_factory=list)
+    user_deny: list[str] = msgspec.field(default_factory=list)
+    enabled: bool = True
+    delegations: dict[str, DelegationInfo] = msgspec.field(default_factory=dict)
+
+    def running(self) -> list[DelegationInfo]:
+        return [d for d in self.delegations.values() if d.status == "running"]
+
+
+class Delegate(Request[DelegationInfo], frozen=True, kw_only=True):
+    task: str
+    #: sync: reply with the outcome | async: reply at once, announce the outcome later
+    mode: str = "sync"
+    user: str = ""
+    source_session: str = ""
+    source_key: str = ""
+    skip_hooks: bool = False
+    deadline_s: float | None = None
+
+
+class ListDelegations(Request["list[DelegationInfo]"], frozen=True, kw_only=True):
+    include_finished: bool = False
+    source_session: str | None = None
+
+
+class CancelDelegation(Request[DelegationInfo], frozen=True, kw_only=True):
+    delegation_id: str
+    by: str = ""
+
+
+class DelegationOutcome(Message, frozen=True, kw_only=True):
+    """How the target's turn ended (sent by the reply object of that turn)."""
+
+    delegation_id: str
+    attempt: int
+    ok: bool
+    text: str
+    crashed: bool = False
+
+
+class DeadlineReached(Message, frozen=True, kw_only=True):
+    delegation_id: str
+
+
+class GateOutcome(Message, frozen=True, kw_only=True):
+    delegation_id: str
+    attempt: int
+    gate: str
+    passed: bool
+    feedback: str = ""

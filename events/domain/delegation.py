@@ -1,0 +1,110 @@
+"""Delegation links and delegations (seed 001 §7, §9, §11), on ``link/{src}->{dst}``."""
+
+from __future__ import annotations
+
+import msgspec
+
+from ..base import Event
+
+__all__ = [
+    "EVENTS",
+    "DelegationAnnounced",
+    "DelegationCancelled",
+    "DelegationCompleted",
+    "DelegationFailed",
+    "DelegationRefused",
+    "DelegationRequested",
+    "DelegationRetried",
+    "GateEvaluated",
+    "LinkConfigured",
+]
+
+
+class LinkConfigured(Event, tag="link.configured"):
+    """A directed link source → target, created or changed by configuration (never a model)."""
+
+    source: str
+    target: str
+    max_concurrent: int = 5
+    user_allow: list[str] = msgspec.field(default_factory=list)
+    user_deny: list[str] = msgspec.field(default_factory=list)
+    enabled: bool = True
+
+
+class DelegationRequested(Event, tag="delegation.requested"):
+    delegation_id: str
+    source: str
+    target: str
+    task: str
+    mode: str = "sync"
+    user: str = ""
+    source_session: str = ""
+    #: The source session's key (where async outcomes are announced).
+    source_key: str = ""
+    target_session: str = ""
+    deadline_s: float = 300.0
+    at: float = 0.0
+    skip_hooks: bool = False
+
+
+class DelegationRefused(Event, tag="delegation.refused"):
+    source: str
+    target: str
+    reason: str
+    user: str = ""
+
+
+class DelegationCompleted(Event, tag="delegation.completed"):
+    delegation_id: str
+    result: str
+    at: float = 0.0
+
+
+class DelegationFailed(Event, tag="delegation.failed"):
+    """reason: target_failed | crashed | timeout | interrupted | gate_rejected."""
+
+    delegation_id: str
+    reason: str
+    message: str = ""
+    at: float = 0.0
+
+
+class DelegationCancelled(Event, tag="delegation.cancelled"):
+    delegation_id: str
+    by: str = ""
+    at: float = 0.0
+
+
+class DelegationAnnounced(Event, tag="delegation.announced"):
+    """An async delegation's outcome was delivered to the source session."""
+
+    delegation_id: str
+
+
+class GateEvaluated(Event, tag="delegation.gate_evaluated"):
+    delegation_id: str
+    gate: str
+    passed: bool
+    feedback: str = ""
+    attempt: int = 1
+
+
+class DelegationRetried(Event, tag="delegation.retried"):
+    """A quality gate blocked the result: the target runs again with the feedback."""
+
+    delegation_id: str
+    attempt: int
+    feedback: str = ""
+
+
+EVENTS = (
+    LinkConfigured,
+    DelegationRequested,
+    DelegationRefused,
+    DelegationCompleted,
+    DelegationFailed,
+    DelegationCancelled,
+    DelegationAnnounced,
+    GateEvaluated,
+    DelegationRetried,
+)
