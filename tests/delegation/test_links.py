@@ -120,9 +120,9 @@ async def test_target_failure_and_timeout_give_the_caller_an_error_result(tmp_pa
     system, ports, _ = await setup(tmp_path)
     async with system:
         await system.link_agents("boss", "worker")
-        with pytest.raises(DelegationError, match="failed \\(target_failed\\).*model_error"):
+        with pytest.raises(DelegationError, match=r"failed \(target_failed\).*model_error"):
             await ports.delegate(ctx(), "worker", "explode now")
-        with pytest.raises(DelegationError, match="failed \\(timeout\\)"):
+        with pytest.raises(DelegationError, match=r"failed \(timeout\)"):
             await ports.delegate(ctx(), "worker", "slow forever", deadline_s=0.2)
         failed = [
             e.event.reason

@@ -139,7 +139,7 @@ async def test_search_ranks_subject_matches_first(tmp_path: Path) -> None:
         parser = await ask(CreateTask(by="lead", subject="parser rewrite", description="speed"))
         await ask(CreateTask(by="lead", subject="release", description="tag it"))
         found = await ask(SearchTasks(by="dev", query="parser"))
-        assert [t.task_id for t in found][0] == parser.task_id and len(found) == 2
+        assert found[0].task_id == parser.task_id and len(found) == 2
 
 
 async def test_restart_in_the_middle_keeps_the_board_intact(tmp_path: Path) -> None:
