@@ -110,6 +110,7 @@ class System(AgentApi, TeamApi, DelegationApi):
             on_escalation=lambda path, reason: escalations.append((path, reason)),
         )
         system = cls(runtime, guardian)
+        runtime.services["runtime"] = runtime
         runtime.services["agents"] = AgentPorts(runtime, guardian)
         runtime.services["delegation"] = DelegationPorts(runtime, system.delegation_directory())
         system.escalations = escalations
