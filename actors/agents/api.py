@@ -68,9 +68,15 @@ class AgentApi:
         return builders[agent]
 
     def default_gateway(self: System, config: AgentConfig) -> ToolGateway:
-        from .no_tools import NoTools
+        """A gateway with every built-in tool, filtered by the agent's allow/deny lists."""
+        from ..delegation.tools import DELEGATION_TOOLS
+        from ..teams.tools import TEAM_TOOLS
+        from .actor_tools import ACTOR_TOOLS
+        from .tool_gateway import SimpleGateway
 
-        return NoTools()
+        services, store = self.runtime.services, self.runtime.store
+        tools = [cls(services, store) for cls in (*ACTOR_TOOLS, *TEAM_TOOLS, *DELEGATION_TOOLS)]
+        return SimpleGateway(config, tools)
 
     async def send(
         self: System,

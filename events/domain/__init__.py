@@ -10,7 +10,7 @@ from ..registry import EventRegistry
 __all__ = ["DOMAIN_MODULES", "all_event_classes", "default_registry"]
 
 #: Every module under events.domain that defines an ``EVENTS`` tuple.
-DOMAIN_MODULES = ("actor", "agent", "delegation", "session", "team")
+DOMAIN_MODULES = ("actor", "agent", "delegation", "session", "team", "tool")
 
 
 def all_event_classes() -> tuple[type[Event], ...]:
