@@ -132,6 +132,9 @@ class SimpleGateway:
                 "send the tool's parameters as one JSON object",
                 "invalid_parameters",
             )
+        if call.name in self.config.tools_deny:
+            return self._refuse(requested, "policy", f"{call.name} is denied for agent "
+                                f"{ctx.agent} by its tool policy", "not_authorized")
         if call.name not in self._tools:
             return self._refuse(
                 requested,

@@ -15,7 +15,7 @@ from ..teams.board import BoardState, apply_board_event
 from .logfile import CliError
 from .render import console, emit_json, table
 
-__all__ = ["board", "history", "routes", "summarize", "tail"]
+__all__ = ["audit_refusals", "board", "history", "routes", "summarize", "tail"]
 
 
 def summarize(recorded: RecordedEvent) -> str:
@@ -169,3 +169,26 @@ async def routes(store: EventStore, *, as_json: bool) -> None:
             for r in items
         ],
     )
+
+
+async def audit_refusals(store: EventStore, *, as_json: bool = False) -> None:
+    """Every refused tool call, with the step and reason (from the log)."""
+    rows = []
+    start = 1
+    while True:
+        page = await store.read_all(start, 1000, types=["tool.call_refused"])
+        for recorded in page:
+            event: Any = recorded.event
+            rows.append([recorded.position, recorded.stream, event.tool, event.step, event.reason])
+        if len(page) < 1000:
+            break
+        start = page[-1].position + 1
+    if as_json:
+        emit_json(
+            [
+                dict(zip(("position", "stream", "tool", "step", "reason"), r, strict=True))
+                for r in rows
+            ]
+        )
+        return
+    table("refused tool calls", ["pos", "stream", "tool", "step", "reason"], rows)

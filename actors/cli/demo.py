@@ -1,0 +1,96 @@
+"""``clawlog demo``: a scripted release team on an SQLite log, then what the log says.
+
+A lead agent with a team of two posts a release plan, runs a subagent, tries a dangerous
+exec that its policy refuses, and hands a billing question to another agent. Running it
+again continues the same log: the sessions' history grows and the board gains tasks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from events import StoreLocked
+
+from ..agents import AgentConfig
+from ..models import ScriptedModel
+from ..system import System
+from . import readers
+from .demo_script import billing_brain, lead_brain, teammate_brain
+from .logfile import CliError, open_log
+from .render import console
+
+__all__ = ["run_demo"]
+
+USER = "demo-user"
+
+
+async def run_demo(path: str) -> None:
+    try:
+        system = await System.open(Path(path))
+    except StoreLocked as exc:
+        raise CliError(str(exc)) from exc
+    async with system:
+        await _cast(system)
+        run = await _run_number(system)
+        chat = f"run-{run}"
+        console.print(f"[bold]clawlog demo[/bold]: run {run} on {path}")
+        console.print("user → lead: Plan the v1.0 release")
+        answer = await system.send(
+            "lead", USER, "Plan the v1.0 release", channel="cli", chat_id=chat, user=USER
+        )
+        console.print(f"lead → user: {answer}")
+        await _wait_for_teammates(system, run)
+        for text in ("I have a billing question", "Was invoice 42 paid?"):
+            console.print(f"user → ({await system.routed_agent('cli', chat) or 'lead'}): {text}")
+            answer = await system.send("lead", USER, text, channel="cli", chat_id=chat, user=USER)
+            console.print(f"  ← {answer}")
+    async with open_log(path) as store:
+        await readers.board(store, "release", as_json=False)
+        await readers.routes(store, as_json=False)
+        await readers.history(store, "lead", USER, as_json=False)
+        await readers.audit_refusals(store)
+
+
+async def _cast(system: System) -> None:
+    lead = AgentConfig(
+        key="lead",
+        name="Release lead",
+        description="plans releases",
+        tools_deny=["exec"],
+        instructions="You lead the release team.",
+    )
+    await system.register_agent(lead, ScriptedModel(lead_brain, name="demo-lead"))
+    for key, role in (("dev", "developer"), ("qa", "tester")):
+        await system.register_agent(
+            AgentConfig(key=key, description=role),
+            ScriptedModel(teammate_brain, name=f"demo-{key}"),
+        )
+    await system.register_agent(
+        AgentConfig(key="billing", description="answers billing"),
+        ScriptedModel(billing_brain, name="demo-billing"),
+    )
+    await system.create_team(
+        "release",
+        name="Release crew",
+        lead="lead",
+        members=[("dev", "developer"), ("qa", "tester")],
+    )
+
+
+async def _run_number(system: System) -> int:
+    runs = 0
+    for recorded in await system.store.read_stream(f"session/lead/{USER}"):
+        if recorded.type == "session.turn_started" and recorded.event.text.startswith("Plan"):  # type: ignore[union-attr]
+            runs += 1
+    return runs + 1
+
+
+async def _wait_for_teammates(system: System, run: int) -> None:
+    """Until every task of this run is completed and reported to the lead."""
+    async with system.store.subscribe(1, stream_prefix="team/release") as events:
+        completed = 0
+        async for recorded in events:
+            if recorded.type == "team.task_completed":
+                completed += 1
+                if completed >= 3 * run:
+                    return

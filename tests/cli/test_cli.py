@@ -1,0 +1,60 @@
+"""The clawlog command as a user runs it: a real subprocess on a real SQLite file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parents[2]
+
+
+def clawlog(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "actors.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+
+
+def test_demo_runs_and_continues_the_same_log(tmp_path: Path) -> None:
+    db = str(tmp_path / "demo.db")
+    first = clawlog("demo", "--db", db)
+    assert first.returncode == 0, first.stderr
+    assert "run 1" in first.stdout and "task board" in first.stdout
+    assert "handoff routes" in first.stdout and "refused tool calls" in first.stdout
+    second = clawlog("demo", "--db", db)
+    assert second.returncode == 0, second.stderr
+    assert "run 2" in second.stdout
+    board = json.loads(clawlog("board", "release", "--db", db, "--json").stdout)
+    assert [t["status"] for t in board["tasks"]] == ["completed"] * 6
+    routes = json.loads(clawlog("routes", "--db", db, "--json").stdout)
+    assert [(r["chat_id"], r["agent"]) for r in routes] == [
+        ("run-1", "billing"),
+        ("run-2", "billing"),
+    ]
+    history = json.loads(clawlog("history", "lead", "demo-user", "--db", db, "--json").stdout)
+    assert history[0] == {
+        "position": history[0]["position"],
+        "who": "user",
+        "text": "Plan the v1.0 release",
+    }
+    refused = [h for h in history if h["who"] == "tool.call_refused"]
+    assert len(refused) == 2 and all("exec" in h["text"] for h in refused)
+    tail = clawlog("tail", "--db", db, "-n", "5", "--json")
+    assert (
+        len(tail.stdout.splitlines()) == 5 and json.loads(tail.stdout.splitlines()[-1])["position"]
+    )
+
+
+def test_readers_refuse_a_missing_or_foreign_file_with_a_clear_message(tmp_path: Path) -> None:
+    missing = clawlog("tail", "--db", str(tmp_path / "nope.db"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+    foreign = tmp_path / "notes.txt"
+    foreign.write_text("just text\n")
+    result = clawlog("board", "x", "--db", str(foreign))
+    assert result.returncode == 2 and "is not a clawlog event log" in result.stderr
+    assert foreign.read_text() == "just text\n"
