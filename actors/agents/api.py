@@ -144,6 +144,8 @@ class AgentApi:
         validate_agent_key(agent)
         handle = self.actor(agent_stream(agent))
         if handle is None or not handle.is_alive():
+            # Recorded as a dead letter on system/guardian, so the log shows the attempt.
+            self.runtime.dead_letter(agent_stream(agent), None, "unknown agent")
             raise ActorDead(f"unknown agent {agent!r}: register it with system.register_agent()")
         return handle
 

@@ -15,6 +15,8 @@ import uuid
 from collections import deque
 from typing import Any
 
+import msgspec
+
 from events import Event
 from events.domain.session import (
     ModelFailed,
@@ -376,27 +378,48 @@ class Session(EventSourcedActor[SessionState]):
         self._next_turn()
         return True
 
-    def _close_open_calls(self, reason: str) -> None:
+    def _close_open_calls(self, reason: str, keep: frozenset[str] = frozenset()) -> None:
         turn = self.state.turn
         if turn is None:
             return
         ctx = self.caller()
         events: list[Event] = []
         for call_id, name in list(turn.pending_calls.items()):
-            events.extend(self._gateway.interrupted(ctx, call_id, name, reason))
+            if call_id not in keep:
+                events.extend(self._gateway.interrupted(ctx, call_id, name, reason))
         if events:
             self.emit(events, correlation_id=turn.turn_id)
 
     def _resume(self) -> None:
-        """Continue a turn found unfinished after a process restart (nobody awaits it)."""
+        """Continue a turn found unfinished after a process restart (nobody awaits it).
+
+        Calls that were running are recorded as interrupted (they may or may not have
+        had their effect, and are not run twice); calls waiting for an approval wait
+        again; a model reply that ended the turn but was not yet recorded as its end
+        completes it."""
         turn = self.state.turn
         if turn is None or self._active is not None:
             return
         self._active = _Active(turn.turn_id, None)
-        self._close_open_calls("interrupted by a restart; the call may not have finished")
         self.log.info("resuming an interrupted turn", turn_id=turn.turn_id)
-        if self.state.turn is not None:
-            self._request_model()
+        if turn.awaiting == "done":
+            last = next(m for m in reversed(self.state.messages) if m.role == "assistant")
+            self._complete_turn(last.content)
+            return
+        waiting = frozenset(turn.awaiting_approval)
+        self._close_open_calls(
+            "interrupted by a restart; the call may not have finished", keep=waiting
+        )
+        if waiting:
+            calls = next(m for m in reversed(self.state.messages) if m.role == "assistant")
+            ctx = self.caller()
+            for tool_call in calls.tool_calls:
+                if tool_call.id in waiting:
+                    step = self._gateway.begin(ctx, tool_call)
+                    if step.outcome == "approval":  # already recorded: only wait again
+                        step = msgspec.structs.replace(step, events=[])
+                    self._apply_gate(tool_call.id, step)
+        self._continue_if_done()
 
     # -- helpers ------------------------------------------------------------------------
     def caller(self) -> CallerContext:

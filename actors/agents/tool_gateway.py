@@ -78,9 +78,11 @@ class SimpleGateway:
         *,
         timeout_s: float = 120.0,
         approval_required: Iterable[str] = (),
+        approval_timeout_s: float = 120.0,
     ) -> None:
         self.config = config
         self.timeout_s = timeout_s
+        self.approval_timeout_s = approval_timeout_s
         self._tools = {tool.name: tool for tool in tools}
         self._validators = {
             name: fastjsonschema.compile(tool.parameters) for name, tool in self._tools.items()
@@ -133,8 +135,12 @@ class SimpleGateway:
                 "invalid_parameters",
             )
         if call.name in self.config.tools_deny:
-            return self._refuse(requested, "policy", f"{call.name} is denied for agent "
-                                f"{ctx.agent} by its tool policy", "not_authorized")
+            return self._refuse(
+                requested,
+                "policy",
+                f"{call.name} is denied for agent {ctx.agent} by its tool policy",
+                "not_authorized",
+            )
         if call.name not in self._tools:
             return self._refuse(
                 requested,
@@ -166,10 +172,12 @@ class SimpleGateway:
                         tool=call.name,
                         reason=f"{call.name} requires approval",
                         summary=self.scrub(call.arguments)[:500],
+                        timeout_s=self.approval_timeout_s,
                     ),
                 ],
                 outcome="approval",
                 ticket=ticket,
+                approval_timeout_s=self.approval_timeout_s,
             )
         return GateStep(
             events=[requested, ToolCallStarted(call_id=call.id, tool=call.name)],

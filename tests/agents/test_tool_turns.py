@@ -90,7 +90,7 @@ async def test_refused_calls_tell_the_model_why_and_never_run(tmp_path: Path) ->
         assert "unknown tool 'no_such_tool'" in tool_messages[0]
         assert "not a JSON object" in tool_messages[1]
         assert "invalid parameter action" in tool_messages[2]
-        assert "sessions_send is not allowed" in tool_messages[3]
+        assert "sessions_send is denied for agent main" in tool_messages[3]
 
 
 async def test_the_iteration_limit_ends_a_looping_turn(tmp_path: Path) -> None:
