@@ -33,6 +33,7 @@ from ._supervised import SupervisedMixin
 from .errors import ActorCrashed, ActorDead, Escalated, Rejected
 from .internal import ChildEscalated, ChildStopped, IdleCheck, Ready, Resume
 from .messages import Message, Piped
+from .ownership import StreamOwnedElsewhere
 from .runtime import ActorHandle, Runtime
 from .supervision import FailureWindow, SupervisionPolicy
 
@@ -84,6 +85,7 @@ class EventSourcedActor(SupervisedMixin, pykka.ThreadingActor, Generic[S]):
         self._handle: ActorHandle[Any] | None = None
         self._correlation: str | None = None
         self._given_up = False
+        self._start_error: Exception | None = None
         self._passivating = False
         self._activity = 0
         self._leftovers: list[tuple[Any, Any]] = []
@@ -208,6 +210,14 @@ class EventSourcedActor(SupervisedMixin, pykka.ThreadingActor, Generic[S]):
     def on_start(self) -> None:
         structlog.contextvars.bind_contextvars(actor=self.path, stream=self.path)
         try:
+            self.runtime.ownership.claim(self.path)
+        except StreamOwnedElsewhere as exc:
+            self.log.error("stream owned by another process: not starting", error=str(exc))
+            self._start_error = exc
+            self._given_up = True
+            self.stop()
+            return
+        try:
             snapshot_version = self._recover()
             self._record(
                 ActorStarted(
@@ -251,10 +261,12 @@ class EventSourcedActor(SupervisedMixin, pykka.ThreadingActor, Generic[S]):
             handle.stop()
         self.children.clear()
         self._drain_mailbox("actor stopped")
-        try:
-            self._record(ActorStopped(path=self.path))
-        except Exception as exc:  # the store may already be gone at shutdown
-            self.log.warning("could not record actor.stopped", error=str(exc))
+        if self._start_error is None:  # it never owned its stream otherwise
+            try:
+                self._record(ActorStopped(path=self.path))
+            except Exception as exc:  # the store may already be gone at shutdown
+                self.log.warning("could not record actor.stopped", error=str(exc))
+            self.runtime.ownership.release(self.path)
         self.runtime.unregister(self.path, self.actor_ref)
         if self.parent is not None:  # a parent that is itself stopping needs no notice
             with contextlib.suppress(pykka.ActorDeadError):
@@ -267,7 +279,10 @@ class EventSourcedActor(SupervisedMixin, pykka.ThreadingActor, Generic[S]):
             return
         if self._given_up:
             if reply is not None:
-                reply.set_error(ActorDead(f"{self.path} gave up (escalated) and is stopping"))
+                reply.set_error(
+                    self._start_error
+                    or ActorDead(f"{self.path} gave up (escalated) and is stopping")
+                )
             self.runtime.dead_letter(self.path, message, "actor escalated")
             return
         if self._restarting:

@@ -46,6 +46,12 @@ class Runtime:
         self._reserved: set[str] = set()
         self.dead_letter_sink: Callable[[str, object, str], None] | None = None
         self.closing = False
+        #: Set just before the store closes: nothing may use it any more.
+        self.closing_store = False
+        from .ownership import StreamOwnership
+
+        #: Leases on actor streams when several processes share the store.
+        self.ownership = StreamOwnership(self)
         self._slots: dict[str, int] = {}
         #: Shared services of this System by name (ports for tools, directories, ...).
         self.services: dict[str, Any] = {}

@@ -100,6 +100,7 @@ class System(AgentApi, TeamApi, DelegationApi):
             hub.stop()
             raise
         runtime = Runtime(hub, store, ask_timeout=ask_timeout, default_policy=policy)
+        await hub.run_async(runtime.ownership.start())
         escalations: list[tuple[str, str]] = []
         guardian = launch(
             runtime,
@@ -179,6 +180,8 @@ class System(AgentApi, TeamApi, DelegationApi):
         try:
             self.runtime.closing = True
             await run_in_thread(self.guardian.stop, name="clawlog-close")
+            await self.runtime.hub.run_async(self.runtime.ownership.stop())
+            self.runtime.closing_store = True
             await self.runtime.hub.run_async(self.runtime.store.close())
         finally:
             self.runtime.hub.stop()

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import msgspec
 
 from ..envelope import EventMetadata, NewRecord, StoredRecord
 
-__all__ = ["ANY", "NO_STREAM", "SnapshotRecord", "StorageBackend", "check_expected_version"]
+__all__ = [
+    "ANY",
+    "NO_STREAM",
+    "LeaseBackend",
+    "SnapshotRecord",
+    "StorageBackend",
+    "check_expected_version",
+]
 
 #: ``expected_version`` that accepts any current version.
 ANY = -1
@@ -79,3 +86,24 @@ def check_expected_version(stream: str, expected: int, actual: int) -> None:
 
     if expected != ANY and expected != actual:
         raise VersionConflict(stream, expected, actual)
+
+
+@runtime_checkable
+class LeaseBackend(Protocol):
+    """Optional: stream ownership for backends shared by several processes (PostgreSQL).
+
+    A lease says which process owns (writes) a stream until it expires. Backends that
+    only one process can write (SQLite, memory) do not implement it.
+    """
+
+    async def acquire_leases(
+        self, streams: Sequence[str], owner: str, ttl_s: float
+    ) -> dict[str, str]:
+        """Take or extend leases; return ``{stream: holder}`` for those another owner holds."""
+        ...
+
+    async def renew_leases(self, owner: str, ttl_s: float) -> int: ...
+
+    async def release_leases(self, streams: Sequence[str] | None, owner: str) -> None:
+        """Release the given leases of ``owner`` (all of them when ``streams`` is None)."""
+        ...
