@@ -15,8 +15,6 @@ import uuid
 from collections import deque
 from typing import Any
 
-import msgspec
-
 from events import Event
 from events.domain.session import (
     ModelFailed,
@@ -24,14 +22,13 @@ from events.domain.session import (
     ModelRequested,
     SessionStarted,
     ToolCall,
-    TurnCancelled,
     TurnCompleted,
     TurnFailed,
     TurnStarted,
 )
 
 from ..actor import DEFERRED, EventSourcedActor
-from ..errors import Rejected, TurnCancelledError, TurnFailedError
+from ..errors import Rejected, TurnFailedError
 from ..messages import Message, Piped
 from ..models.base import Model, ModelReply, ModelRequest
 from .config import AgentConfig
@@ -46,6 +43,7 @@ from .messages import (
     SessionStatus,
 )
 from .prompt import PromptBuilder
+from .session_lifecycle import TurnLifecycle
 from .session_state import SessionState, apply_session_event
 
 __all__ = ["Session", "session_stream"]
@@ -65,7 +63,7 @@ class _Active:
         self.tickets: dict[str, Any] = {}
 
 
-class Session(EventSourcedActor[SessionState]):
+class Session(TurnLifecycle, EventSourcedActor[SessionState]):
     kind = "session"
     snapshot_every = 200
 
@@ -100,44 +98,6 @@ class Session(EventSourcedActor[SessionState]):
 
     def apply(self, state: SessionState, event: Event) -> SessionState:
         return apply_session_event(state, event, self._gateway.read_event)
-
-    def on_recovered(self, restarted: bool) -> None:
-        if self.state.turn is None:
-            return
-        if restarted:  # a crash in this process: do not replay into the same crash
-            self._close_open_calls("the session crashed during this call")
-            self.emit(
-                [
-                    TurnFailed(
-                        turn_id=self.state.turn.turn_id,
-                        reason="crashed",
-                        message="the session crashed and restarted",
-                    )
-                ]
-            )
-            return
-        self.actor_ref.tell(ResumeTurn())
-
-    def on_stop(self) -> None:
-        from ..errors import ActorDead
-
-        active, queued = self._active, list(self._queue)
-        self._active = None
-        self._queue.clear()
-        if active is not None:
-            for future in active.futures.values():
-                future.cancel()
-            if active.reply is not None:
-                active.reply.set_error(
-                    ActorDead(
-                        f"{self.path} stopped during the turn; it is in the log and resumes when "
-                        "the session starts again"
-                    )
-                )
-        for _, reply in queued:
-            if reply is not None:
-                reply.set_error(ActorDead(f"{self.path} stopped before this message's turn began"))
-        super().on_stop()
 
     # -- messages -----------------------------------------------------------------------
     def handle(self, message: Message) -> Any:
@@ -362,64 +322,6 @@ class Session(EventSourcedActor[SessionState]):
         if active is not None and active.reply is not None:
             active.reply.set_error(TurnFailedError(reason, text))
         self._next_turn()
-
-    def _cancel(self, by: str) -> bool:
-        turn, active = self.state.turn, self._active
-        if turn is None:
-            return False
-        if active is not None:
-            for future in active.futures.values():
-                future.cancel()
-        self._close_open_calls(f"cancelled by {by}")
-        self.emit([TurnCancelled(turn_id=turn.turn_id, by=by)], correlation_id=turn.turn_id)
-        self._active = None
-        if active is not None and active.reply is not None:
-            active.reply.set_error(TurnCancelledError(f"the turn was cancelled by {by}"))
-        self._next_turn()
-        return True
-
-    def _close_open_calls(self, reason: str, keep: frozenset[str] = frozenset()) -> None:
-        turn = self.state.turn
-        if turn is None:
-            return
-        ctx = self.caller()
-        events: list[Event] = []
-        for call_id, name in list(turn.pending_calls.items()):
-            if call_id not in keep:
-                events.extend(self._gateway.interrupted(ctx, call_id, name, reason))
-        if events:
-            self.emit(events, correlation_id=turn.turn_id)
-
-    def _resume(self) -> None:
-        """Continue a turn found unfinished after a process restart (nobody awaits it).
-
-        Calls that were running are recorded as interrupted (they may or may not have
-        had their effect, and are not run twice); calls waiting for an approval wait
-        again; a model reply that ended the turn but was not yet recorded as its end
-        completes it."""
-        turn = self.state.turn
-        if turn is None or self._active is not None:
-            return
-        self._active = _Active(turn.turn_id, None)
-        self.log.info("resuming an interrupted turn", turn_id=turn.turn_id)
-        if turn.awaiting == "done":
-            last = next(m for m in reversed(self.state.messages) if m.role == "assistant")
-            self._complete_turn(last.content)
-            return
-        waiting = frozenset(turn.awaiting_approval)
-        self._close_open_calls(
-            "interrupted by a restart; the call may not have finished", keep=waiting
-        )
-        if waiting:
-            calls = next(m for m in reversed(self.state.messages) if m.role == "assistant")
-            ctx = self.caller()
-            for tool_call in calls.tool_calls:
-                if tool_call.id in waiting:
-                    step = self._gateway.begin(ctx, tool_call)
-                    if step.outcome == "approval":  # already recorded: only wait again
-                        step = msgspec.structs.replace(step, events=[])
-                    self._apply_gate(tool_call.id, step)
-        self._continue_if_done()
 
     # -- helpers ------------------------------------------------------------------------
     def caller(self) -> CallerContext:
