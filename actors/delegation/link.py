@@ -21,8 +21,6 @@ from events.domain.delegation import (
     DelegationFailed,
     DelegationRefused,
     DelegationRequested,
-    DelegationRetried,
-    GateEvaluated,
     LinkConfigured,
 )
 
@@ -31,7 +29,7 @@ from ..actor import DEFERRED, EventSourcedActor
 from ..agents.messages import CancelTurn, SendMessage
 from ..errors import Rejected
 from ..messages import Message, Piped
-from .gates import evaluate_gate, gate_name
+from .gate_flow import GateFlow
 from .messages import (
     CancelDelegation,
     DeadlineReached,
@@ -80,7 +78,7 @@ class _TurnReply:
         )
 
 
-class DelegationLink(EventSourcedActor[LinkState]):
+class DelegationLink(GateFlow, EventSourcedActor[LinkState]):
     kind = "link"
     snapshot_every = 500
 
@@ -281,88 +279,6 @@ class DelegationLink(EventSourcedActor[LinkState]):
             return
         info.result = outcome.text
         self.pipe(self._evaluate(gates, info, outcome.text), "gate", key=info.delegation_id)
-
-    async def _evaluate(self, gates: list[Any], info: DelegationInfo, result: str) -> Any:
-        verdicts = []
-        for gate in gates:
-            passed, feedback = await evaluate_gate(
-                gate, result, info.task, self.runtime, info.delegation_id, info.attempts
-            )
-            verdicts.append((gate, passed, feedback))
-        return info.attempts, verdicts
-
-    def _on_gate(self, message: Piped) -> None:
-        info = self.state.delegations.get(message.key)
-        if info is None or info.status != "running":
-            return
-        if message.error is not None:
-            self._finish(
-                info,
-                DelegationFailed(
-                    delegation_id=info.delegation_id,
-                    reason="gate_rejected",
-                    message=str(message.error),
-                    at=time.time(),
-                ),
-            )
-            return
-        attempt, verdicts = message.value
-        if attempt != info.attempts:
-            return
-        self.emit(
-            [
-                GateEvaluated(
-                    delegation_id=info.delegation_id,
-                    gate=gate_name(g),
-                    passed=p,
-                    feedback=f,
-                    attempt=attempt,
-                )
-                for g, p, f in verdicts
-            ]
-        )
-        blocking = [(g, f) for g, p, f in verdicts if not p and g.block_on_failure]
-        if not blocking:
-            self._finish(
-                info,
-                DelegationCompleted(
-                    delegation_id=info.delegation_id, result=info.result, at=time.time()
-                ),
-            )
-            return
-        gate, feedback = blocking[0]
-        if info.attempts > gate.max_retries:
-            self._finish(
-                info,
-                DelegationFailed(
-                    delegation_id=info.delegation_id,
-                    reason="gate_rejected",
-                    message=f"{gate_name(gate)} rejected the result after {info.attempts} "
-                    f"attempt(s): {feedback}",
-                    at=time.time(),
-                ),
-            )
-            return
-        self.emit(
-            [
-                DelegationRetried(
-                    delegation_id=info.delegation_id, attempt=info.attempts + 1, feedback=feedback
-                )
-            ]
-        )
-        revision = (
-            f"Your previous result was rejected by a quality check. Feedback: "
-            f"{feedback}\n\nRevise it. The task was: {info.task}"
-        )
-        self._run_target(self.state.delegations[info.delegation_id], revision, info.attempts)
-
-    def _gates(self, info: DelegationInfo) -> list[Any]:
-        if info.skip_hooks:
-            return []
-        config = self.runtime.services.get("agent_configs", {}).get(info.source)
-        return [
-            g for g in (config.quality_gates if config else []) if g.event == "delegation.completed"
-        ]
 
     def _cancel(self, delegation_id: str, by: str) -> DelegationInfo:
         info = self.state.delegations.get(delegation_id)
