@@ -92,6 +92,8 @@ class SqliteBackend:
 
     async def _open_writer(self) -> None:
         self._writer = await _connect(str(self.path))
+        # Identify the file before any pragma: a foreign database must stay untouched.
+        await _on_thread(self._writer, check_schema, str(self.path))
         await self._writer.execute("PRAGMA journal_mode=WAL")
         await self._writer.execute(f"PRAGMA synchronous={self.synchronous}")
         await self._writer.execute("PRAGMA busy_timeout=5000")

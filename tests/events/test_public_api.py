@@ -1,0 +1,18 @@
+"""Every package shows its public API in a sorted ``__all__`` whose names resolve."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+
+@pytest.mark.parametrize(
+    "package",
+    ["events", "actors", "actors.agents", "actors.teams", "actors.delegation", "actors.models"],
+)
+def test_all_is_sorted_and_resolves(package: str) -> None:
+    module = importlib.import_module(package)
+    names = list(module.__all__)
+    assert names == sorted(names)
+    assert all(hasattr(module, name) for name in names)
