@@ -2,7 +2,7 @@
 handoff, sessions_list, sessions_history, sessions_send, session_status.
 
 They live in ``actors`` because they reach actors (``tools`` never imports ``actors``);
-:mod:`actors.agents.tool_gateway` wraps each one as a ``tools`` Tool. ``run`` returns
+:mod:`actors.agents.pipeline_gateway` wraps each one as a ``tools`` Tool. ``run`` returns
 the text for the model or raises :class:`Rejected` with words the model can act on.
 """
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from events.domain.agent import HandoffCleared, HandoffRouted
@@ -35,13 +36,17 @@ class AgentApi:
         config: AgentConfig,
         model: Model,
         *,
+        tools: Sequence[Any] = (),
         gateway: ToolGateway | None = None,
         prompt: PromptBuilder | None = None,
     ) -> ActorHandle[Any]:
-        """Register (or reconfigure) an agent. Its config is recorded on ``agent/{key}``."""
+        """Register (or reconfigure) an agent. Its config is recorded on ``agent/{key}``.
+
+        ``tools`` adds ``tools.Tool`` objects (file tools, exec, MCP...) to the built-ins.
+        """
         if not isinstance(config, AgentConfig):
             raise TypeError("config must be an actors.agents.AgentConfig")
-        gateway = gateway or self.default_gateway(config)
+        gateway = gateway or self.default_gateway(config, tools)
         prompt = prompt or self.prompt_for(config.key)
         self.runtime.services.setdefault("agent_configs", {})[config.key] = config
         self.delegation_directory().describe(config)
@@ -67,16 +72,29 @@ class AgentApi:
             builders[agent] = PromptBuilder()
         return builders[agent]
 
-    def default_gateway(self: System, config: AgentConfig) -> ToolGateway:
-        """A gateway with every built-in tool, filtered by the agent's allow/deny lists."""
+    def default_gateway(
+        self: System, config: AgentConfig, extra_tools: Sequence[Any] = ()
+    ) -> ToolGateway:
+        """The tool pipeline with clawlog's built-in tools and ``extra_tools``, under the
+        agent's tool policy (profile, allow, deny, subagent and leaf deny lists)."""
+        from tools import EchoTool, JsonTool, TimeTool
+
         from ..delegation.tools import DELEGATION_TOOLS
         from ..teams.tools import TEAM_TOOLS
         from .actor_tools import ACTOR_TOOLS
-        from .tool_gateway import SimpleGateway
+        from .pipeline_gateway import ActorToolAdapter, PipelineGateway
 
         services, store = self.runtime.services, self.runtime.store
-        tools = [cls(services, store) for cls in (*ACTOR_TOOLS, *TEAM_TOOLS, *DELEGATION_TOOLS)]
-        return SimpleGateway(config, tools)
+        actor_tools = (*ACTOR_TOOLS, *TEAM_TOOLS, *DELEGATION_TOOLS)
+        tools = [ActorToolAdapter(cls(services, store)) for cls in actor_tools]
+        tools += [EchoTool(), TimeTool(), JsonTool(), *extra_tools]
+        return PipelineGateway(
+            config,
+            tools,
+            services=services,
+            policy=self.runtime.services.get("tool_policy"),
+            approvals=self.runtime.services.get("approval_config"),
+        )
 
     async def send(
         self: System,

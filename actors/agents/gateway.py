@@ -3,7 +3,7 @@
 A Session never runs a tool itself: it asks its gateway to *begin* a call (the cheap
 deciding steps, in the actor's thread), appends the events the gateway returns, and runs
 only the execution on the I/O hub. The gateway is built over :mod:`tools` by
-:mod:`actors.agents.tool_gateway`; tests may use any object with this shape.
+:mod:`actors.agents.pipeline_gateway`; tests may use any object with this shape.
 """
 
 from __future__ import annotations

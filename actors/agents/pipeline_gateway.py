@@ -1,0 +1,209 @@
+"""The Session's tool gateway over :class:`tools.ToolPipeline`.
+
+It turns a :class:`CallerContext` into a :class:`tools.ToolContext` (the actor ports ride
+in ``ports``), wraps the actor-driving tools as ``tools`` Tools, maps the pipeline's
+decisions to :class:`GateStep` values, and folds the tool events a Session applies into
+the pipeline's approval state (allow-always lists survive restarts that way).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from events import Event
+from events.domain.session import ChatMessage, ToolCall
+from events.domain.tool import (
+    ToolAllowlistChanged,
+    ToolApprovalDecided,
+    ToolApprovalRequested,
+    ToolCallCompleted,
+    ToolCallFailed,
+    ToolCallRefused,
+)
+from tools import (
+    ApprovalConfig,
+    ExecutionFailed,
+    NeedsApproval,
+    PolicyConfig,
+    PolicyEngine,
+    Ready,
+    Refused,
+    ToolContext,
+    ToolPipeline,
+    ToolPolicy,
+    ToolRegistry,
+    ToolResult,
+)
+
+from ..errors import Rejected
+from ..models.base import ToolSpec
+from .config import AgentConfig
+from .gateway import CallerContext, GateResult, GateStep
+
+__all__ = ["ActorToolAdapter", "PipelineGateway", "policy_for"]
+
+
+class ActorToolAdapter:
+    """An :class:`ActorTool` as a ``tools`` Tool; its ``Rejected`` becomes a tool error."""
+
+    timeout = 600.0
+    domain = "orchestrator"
+    owner_only = False
+    requires_sanitization = False
+    requires_approval = False
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.description = inner.description
+        self.parameters = inner.parameters
+        self.group = inner.group
+
+    def requires_approval_for(self, args: Any) -> bool:
+        return False
+
+    async def execute(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+        try:
+            return ToolResult.text(await self.inner.run(ctx.ports["caller"], args))
+        except Rejected as exc:
+            raise ExecutionFailed(str(exc)) from exc
+
+
+def policy_for(config: AgentConfig, base: PolicyConfig | None = None) -> PolicyConfig:
+    """The agent's tool policy (profile, allow, deny, also-allow) inside a policy config."""
+    base = base or PolicyConfig()
+    agent = ToolPolicy(
+        profile=config.tool_profile,
+        allow=config.tools_allow,
+        also_allow=list(config.tools_also_allow),
+        deny=list(config.tools_deny),
+    )
+    return PolicyConfig(
+        tools=base.tools,
+        agents={**base.agents, config.key: agent},
+        chat_groups=base.chat_groups,
+        subagent_deny=base.subagent_deny,
+        leaf_deny=base.leaf_deny,
+        owner_only=base.owner_only,
+        users=base.users,
+    )
+
+
+class PipelineGateway:
+    def __init__(
+        self,
+        config: AgentConfig,
+        tools: Iterable[Any],
+        *,
+        services: dict[str, Any] | None = None,
+        policy: PolicyConfig | None = None,
+        approvals: ApprovalConfig | None = None,
+        pipeline: ToolPipeline | None = None,
+    ) -> None:
+        self.config = config
+        self.services = services or {}
+        self.pipeline = pipeline or ToolPipeline(
+            ToolRegistry(tools),
+            policy=PolicyEngine(policy_for(config, policy)),
+            approval_config=approvals,
+        )
+
+    def context(self, ctx: CallerContext) -> ToolContext:
+        return ToolContext(
+            agent=ctx.agent,
+            session_key=ctx.session_key,
+            channel=ctx.channel,
+            chat_id=ctx.chat_id,
+            user=ctx.user,
+            is_owner=ctx.user in self.config.owner_ids,
+            workspace=ctx.workspace,
+            depth=ctx.depth,
+            max_depth=self.config.subagents.max_spawn_depth,
+            correlation_id=ctx.correlation_id,
+            provider=ctx.provider,
+            ports={**self.services, "caller": ctx},
+        )
+
+    def specs(self, ctx: CallerContext) -> list[ToolSpec]:
+        return [
+            ToolSpec(name=d.name, description=d.description, parameters=dict(d.parameters))
+            for d in self.pipeline.definitions(self.context(ctx))
+        ]
+
+    def begin(self, ctx: CallerContext, call: ToolCall) -> GateStep:
+        decision = self.pipeline.begin(self.context(ctx), call.id, call.name, call.arguments)
+        return _step(decision)
+
+    async def run(self, ticket: Any) -> GateResult:
+        outcome = await self.pipeline.execute(ticket)
+        return GateResult(events=list(outcome.events))
+
+    def decide(self, ctx: CallerContext, ticket: Any, decision: str, by: str) -> GateStep:
+        return _step(self.pipeline.decide_approval(ticket, decision, by))
+
+    def interrupted(self, ctx: CallerContext, call_id: str, name: str, reason: str) -> list[Event]:
+        return self.pipeline.interrupted(self.context(ctx), call_id, name, reason)
+
+    def read_event(self, event: Event) -> tuple[str, ChatMessage | None, str] | None:
+        if isinstance(event, ToolApprovalDecided | ToolAllowlistChanged | ToolApprovalRequested):
+            self.pipeline.apply(event)
+        match event:
+            case ToolCallCompleted():
+                return (
+                    event.call_id,
+                    ChatMessage(
+                        role="tool",
+                        content=event.for_llm,
+                        tool_call_id=event.call_id,
+                        name=event.tool,
+                    ),
+                    "",
+                )
+            case ToolCallFailed():
+                return (
+                    event.call_id,
+                    ChatMessage(
+                        role="tool",
+                        content=event.message,
+                        is_error=True,
+                        tool_call_id=event.call_id,
+                        name=event.tool,
+                    ),
+                    "",
+                )
+            case ToolCallRefused():
+                text = event.for_llm or event.reason
+                return (
+                    event.call_id,
+                    ChatMessage(
+                        role="tool",
+                        content=text,
+                        is_error=True,
+                        tool_call_id=event.call_id,
+                        name=event.tool,
+                    ),
+                    "",
+                )
+            case ToolApprovalRequested():
+                return event.call_id, None, "requested"
+            case ToolApprovalDecided():
+                return event.call_id, None, "decided"
+        return None
+
+    def scrub(self, text: str) -> str:
+        return self.pipeline.scrubber.scrub(text)
+
+
+def _step(decision: Any) -> GateStep:
+    if isinstance(decision, Refused):
+        return GateStep(events=list(decision.events), outcome="refused")
+    if isinstance(decision, NeedsApproval):
+        return GateStep(
+            events=list(decision.events),
+            outcome="approval",
+            ticket=decision.request,
+            approval_timeout_s=decision.request.timeout_s,
+        )
+    assert isinstance(decision, Ready)
+    return GateStep(events=list(decision.events), outcome="ready", ticket=decision.plan)
