@@ -1,7 +1,8 @@
 """``clawlog demo``: a scripted release team on an SQLite log, then what the log says.
 
 A lead agent with a team of two posts a release plan, runs a subagent, tries a dangerous
-exec that its policy refuses, and hands a billing question to another agent. Running it
+exec that the tool policy refuses (a deny pattern), and hands a billing question to
+another agent. Running it
 again continues the same log: the sessions' history grows and the board gains tasks.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from events import StoreLocked
+from tools.host_exec import ExecTool
 
 from ..agents import AgentConfig
 from ..models import ScriptedModel
@@ -30,7 +32,7 @@ async def run_demo(path: str) -> None:
     except StoreLocked as exc:
         raise CliError(str(exc)) from exc
     async with system:
-        await _cast(system)
+        await _cast(system, path)
         run = await _run_number(system)
         chat = f"run-{run}"
         console.print(f"[bold]clawlog demo[/bold]: run {run} on {path}")
@@ -51,15 +53,18 @@ async def run_demo(path: str) -> None:
         await readers.audit_refusals(store)
 
 
-async def _cast(system: System) -> None:
+async def _cast(system: System, path: str) -> None:
+    workspace = Path(path).with_suffix(".workspace")
     lead = AgentConfig(
         key="lead",
         name="Release lead",
         description="plans releases",
-        tools_deny=["exec"],
+        workspace=str(workspace / "lead"),
         instructions="You lead the release team.",
     )
-    await system.register_agent(lead, ScriptedModel(lead_brain, name="demo-lead"))
+    await system.register_agent(
+        lead, ScriptedModel(lead_brain, name="demo-lead"), tools=[ExecTool()]
+    )
     for key, role in (("dev", "developer"), ("qa", "tester")):
         await system.register_agent(
             AgentConfig(key=key, description=role),
