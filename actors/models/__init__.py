@@ -1,5 +1,10 @@
-"""Model providers behind one protocol: scripted (tests, demo), OpenAI-compatible, Anthropic."""
+"""Model providers behind one protocol: scripted (tests, demo), OpenAI-compatible, Anthropic.
 
+The HTTP clients own one ``httpx.AsyncClient`` each, created on first use in the loop
+that calls them (the System's I/O hub); close them with ``await model.aclose()``.
+"""
+
+from .anthropic import AnthropicModel
 from .base import ChatMessage, Model, ModelReply, ModelRequest, ToolCall, ToolSpec, Usage
 from .errors import (
     MalformedReply,
@@ -12,9 +17,12 @@ from .errors import (
     ModelUnavailable,
     ScriptExhausted,
 )
+from .openai import OpenAIChatModel
+from .retry import RetryPolicy
 from .scripted import ScriptedModel, call, calls, reply
 
 __all__ = [
+    "AnthropicModel",
     "ChatMessage",
     "MalformedReply",
     "Model",
@@ -27,6 +35,8 @@ __all__ = [
     "ModelServerError",
     "ModelTimeout",
     "ModelUnavailable",
+    "OpenAIChatModel",
+    "RetryPolicy",
     "ScriptExhausted",
     "ScriptedModel",
     "ToolCall",
