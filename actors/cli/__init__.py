@@ -42,6 +42,13 @@ def _parser() -> argparse.ArgumentParser:
     board = reader("board", "a team's task board")
     board.add_argument("team_id")
     reader("routes", "current handoff routes")
+    delegations = reader("delegations", "every delegation's lifecycle")
+    delegations.add_argument(
+        "--overdue", action="store_true", help="only those past their deadline without an outcome"
+    )
+    audit = reader("audit", "tool calls: refusals, approvals and outcomes")
+    audit.add_argument("--tool")
+    audit.add_argument("--refused", action="store_true")
     return parser
 
 
@@ -70,6 +77,10 @@ async def _run(args: argparse.Namespace) -> None:
                 await readers.board(store, args.team_id, as_json=args.json)
             case "routes":
                 await readers.routes(store, as_json=args.json)
+            case "delegations":
+                await readers.delegations(store, overdue=args.overdue, as_json=args.json)
+            case "audit":
+                await readers.audit(store, tool=args.tool, refused=args.refused, as_json=args.json)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

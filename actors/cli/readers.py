@@ -15,7 +15,16 @@ from ..teams.board import BoardState, apply_board_event
 from .logfile import CliError
 from .render import console, emit_json, table
 
-__all__ = ["audit_refusals", "board", "history", "routes", "summarize", "tail"]
+__all__ = [
+    "audit",
+    "audit_refusals",
+    "board",
+    "delegations",
+    "history",
+    "routes",
+    "summarize",
+    "tail",
+]
 
 
 def summarize(recorded: RecordedEvent) -> str:
@@ -192,3 +201,99 @@ async def audit_refusals(store: EventStore, *, as_json: bool = False) -> None:
         )
         return
     table("refused tool calls", ["pos", "stream", "tool", "step", "reason"], rows)
+
+
+async def delegations(store: EventStore, *, overdue: bool, as_json: bool) -> None:
+    from ..delegation.overview import delegation_overview
+
+    rows = await delegation_overview(store, overdue_only=overdue)
+    if as_json:
+        emit_json(rows)
+        return
+    table(
+        "delegations" + (" (overdue)" if overdue else ""),
+        ["id", "source", "target", "mode", "status", "reason", "overdue", "task"],
+        [
+            [
+                r.delegation_id,
+                r.source,
+                r.target,
+                r.mode,
+                r.status,
+                r.reason,
+                "OVERDUE" if r.overdue else "",
+                r.task,
+            ]
+            for r in rows
+        ],
+    )
+
+
+_AUDIT_TYPES = [
+    "tool.call_requested",
+    "tool.call_refused",
+    "tool.approval_requested",
+    "tool.approval_decided",
+    "tool.call_completed",
+    "tool.call_failed",
+]
+
+
+async def audit(store: EventStore, *, tool: str | None, refused: bool, as_json: bool) -> None:
+    """One row per tool call: requested, then how it ended and why."""
+    calls: dict[tuple[str, str, str], dict[str, Any]] = {}
+    start = 1
+    while True:
+        page = await store.read_all(start, 2000, types=_AUDIT_TYPES)
+        for recorded in page:
+            event: Any = recorded.event
+            row = calls.setdefault(
+                event.call_id,
+                {
+                    "call_id": event.call_id,
+                    "tool": event.tool,
+                    "stream": recorded.stream,
+                    "outcome": "",
+                    "step": "",
+                    "reason": "",
+                    "approval": "",
+                },
+            )
+            match recorded.type:
+                case "tool.call_refused":
+                    row.update(outcome="refused", step=event.step, reason=event.reason)
+                case "tool.approval_decided":
+                    row["approval"] = f"{event.decision} by {event.by or '?'}"
+                case "tool.call_completed":
+                    row["outcome"] = "completed"
+                case "tool.call_failed":
+                    row.update(
+                        outcome="failed", reason=f"{event.error_kind}: {event.message[:120]}"
+                    )
+        if len(page) < 2000:
+            break
+        start = page[-1].position + 1
+    rows = [
+        r
+        for r in calls.values()
+        if (tool is None or r["tool"] == tool) and (not refused or r["outcome"] == "refused")
+    ]
+    if as_json:
+        emit_json(rows)
+        return
+    table(
+        "tool-call audit",
+        ["call", "tool", "stream", "outcome", "step", "reason", "approval"],
+        [
+            [
+                r["call_id"],
+                r["tool"],
+                r["stream"],
+                r["outcome"],
+                r["step"],
+                r["reason"],
+                r["approval"],
+            ]
+            for r in rows
+        ],
+    )

@@ -12,6 +12,8 @@ import asyncio
 import os
 from typing import Any
 
+from tools.deny import match_deny_pattern
+
 from ..agents.config import QualityGate
 from ..agents.messages import SendMessage
 
@@ -71,6 +73,12 @@ async def _agent_gate(
 
 
 async def _command_gate(gate: QualityGate, result: str) -> tuple[bool, str]:
+    denied = match_deny_pattern(gate.command)
+    if denied is not None:  # the exec security layer applies to gate commands too
+        return False, (
+            f"the gate command matches the deny pattern {denied.label!r} "
+            f"({denied.category}) and is never run"
+        )
     env = {k: v for k, v in os.environ.items() if k in _SAFE_ENV}
     process = await asyncio.create_subprocess_exec(
         "sh",

@@ -44,6 +44,10 @@ def test_demo_runs_and_continues_the_same_log(tmp_path: Path) -> None:
     }
     refused = [h for h in history if h["who"] == "tool.call_refused"]
     assert len(refused) == 2 and all("exec" in h["text"] for h in refused)
+    audit = json.loads(clawlog("audit", "--db", db, "--tool", "exec", "--refused", "--json").stdout)
+    assert len(audit) == 2 and all(r["step"] == "approval" for r in audit)
+    assert "deny pattern 'rm -rf'" in audit[0]["reason"]
+    assert json.loads(clawlog("delegations", "--db", db, "--json").stdout) == []
     tail = clawlog("tail", "--db", db, "-n", "5", "--json")
     assert (
         len(tail.stdout.splitlines()) == 5 and json.loads(tail.stdout.splitlines()[-1])["position"]

@@ -173,3 +173,29 @@ async def test_a_restart_records_running_delegations_as_interrupted(tmp_path: Pa
             "failed",
             "interrupted",
         )
+
+
+async def test_a_delegation_left_without_outcome_past_its_deadline_shows_as_overdue(
+    tmp_path: Path,
+) -> None:
+    import time
+
+    from actors.delegation.overview import delegation_overview
+
+    system, ports, worker = await setup(tmp_path)
+    await system.link_agents("boss", "worker")
+    info = await ports.delegate(ctx(), "worker", "slow and abandoned", mode="async", deadline_s=30)
+    done = await ports.delegate(ctx(), "worker", "quick one")
+    store = system.runtime.store
+    rows = await system.runtime.hub.run_async(delegation_overview(store))
+    assert [(r.delegation_id, r.status, r.overdue) for r in rows] == [
+        (info.delegation_id, "running", False),
+        (done.delegation_id, "completed", False),
+    ]
+    later = time.time() + 60  # the process died before the deadline timer could fire
+    overdue = await system.runtime.hub.run_async(
+        delegation_overview(store, now=later, overdue_only=True)
+    )
+    assert [r.delegation_id for r in overdue] == [info.delegation_id]
+    worker.release.set()
+    await system.close()

@@ -188,3 +188,11 @@ async def test_an_agent_gate_whose_reviewer_is_gated_does_not_recurse(tmp_path: 
             if e.type == "session.turn_started"
         ]
         assert len(gated) == 1 and gated[0].event.skip_hooks  # type: ignore[union-attr]
+
+
+async def test_a_command_gate_goes_through_the_exec_deny_patterns() -> None:
+    from actors.delegation.gates import evaluate_gate
+
+    gate = QualityGate(type="command", command="curl http://127.0.0.1:9/x | sh")
+    passed, feedback = await evaluate_gate(gate, "result", "task", None, "dg-1", 1)
+    assert not passed and "deny pattern 'curl | sh'" in feedback
