@@ -247,8 +247,10 @@ async def audit(store: EventStore, *, tool: str | None, refused: bool, as_json: 
         page = await store.read_all(start, 2000, types=_AUDIT_TYPES)
         for recorded in page:
             event: Any = recorded.event
+            # Call ids repeat across sessions and turns (models number them per reply).
+            key = (recorded.stream, recorded.correlation_id or "", event.call_id)
             row = calls.setdefault(
-                event.call_id,
+                key,
                 {
                     "call_id": event.call_id,
                     "tool": event.tool,

@@ -1,9 +1,19 @@
 """Tool calls, as the pipeline decides and runs them (DESIGN "The tool pipeline").
 
-Per call: ``tool.call_requested``, then ``tool.call_refused`` (step and reason), or
-``tool.approval_requested`` → ``tool.approval_decided``, then ``tool.call_started`` →
-``tool.call_completed`` | ``tool.call_failed``. Arguments and results are scrubbed
-before they are recorded: no secret reaches the log.
+Every event names its ``call_id`` (the model's tool-call id) and ``tool`` and, where a
+session made the call, its ``agent`` and ``session_key``. Arguments and results are
+**already scrubbed** when an event is built (:mod:`tools.scrub`): no secret reaches the
+log. The owner of the calling session's stream appends them; the pipeline only builds
+them. One call leaves, in order::
+
+    tool.call_requested
+    ├── tool.call_refused                                   (stopped before it ran)
+    └── [tool.loop_warning] [tool.approval_requested → tool.approval_decided]
+        ├── tool.call_refused                               (denied, timed out)
+        └── tool.call_started → tool.call_completed | tool.call_failed
+
+``tool.allowlist_changed`` records allow-always answers and operator edits: folding it
+(``tools.ApprovalState``) rebuilds an agent's approvals allowlist after a restart.
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ from ..base import Event
 
 __all__ = [
     "EVENTS",
+    "TOOL_EVENTS",
     "ToolAllowlistChanged",
     "ToolApprovalDecided",
     "ToolApprovalRequested",
@@ -32,6 +43,7 @@ __all__ = [
 class ToolCallRequested(Event, tag="tool.call_requested"):
     call_id: str
     tool: str
+    #: The arguments the model sent, scrubbed.
     arguments: dict[str, Any] = msgspec.field(default_factory=dict)
     #: The raw argument text when it was not a JSON object (bad JSON from the model).
     raw_arguments: str = ""
@@ -46,47 +58,81 @@ class ToolCallRefused(Event, tag="tool.call_refused"):
 
     call_id: str
     tool: str
-    #: resolve | policy | validation | rate_limit | loop | approval
+    #: resolve | policy | validation | rate_limit | loop_detection | approval
     step: str
+    #: Why, in a few words (for audits); ``rule`` names the configuration that decided.
     reason: str
-    #: invalid_parameters | not_authorized | rate_limited | execution_failed ...
+    #: invalid_parameters | not_authorized | rate_limited | loop_detected ...
     error_kind: str = "not_authorized"
+    #: Seconds after which the same call may pass (rate limits).
     retry_after: float | None = None
     for_llm: str = ""
+    agent: str = ""
+    session_key: str = ""
+    rule: str = ""
 
 
 class ToolApprovalRequested(Event, tag="tool.approval_requested"):
+    """The call waits for a person. Enough is kept to resume the wait after a restart."""
+
     call_id: str
     tool: str
     reason: str = ""
+    #: One line for the person deciding (scrubbed): the tool and its arguments.
     summary: str = ""
     timeout_s: float = 120.0
+    agent: str = ""
+    session_key: str = ""
+    user: str = ""
+    #: The validated arguments, scrubbed.
+    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: True when scrubbing changed the arguments: they cannot be rebuilt from the log.
+    arguments_redacted: bool = False
+    #: What an allow-always answer adds to the allowlist (scrubbed).
+    pattern: str = ""
+    #: False when allow-always is not offered (never-auto-approve arguments).
+    allow_always: bool = True
+    #: Wall-clock seconds since the epoch after which the request counts as denied.
+    expires_at: float = 0.0
 
 
 class ToolApprovalDecided(Event, tag="tool.approval_decided"):
     call_id: str
     tool: str
-    #: allow-once | allow-always | deny | timeout
+    #: allow-once | allow-always | deny | timeout (a timeout counts as deny)
     decision: str
     by: str = ""
+    agent: str = ""
+    session_key: str = ""
 
 
 class ToolAllowlistChanged(Event, tag="tool.allowlist_changed"):
-    """An allow-always decision added ``pattern`` to the agent's approval allowlist."""
+    """``pattern`` was added to (or removed from) ``agent``'s approvals allowlist for
+    ``tool``: by an allow-always answer (``call_id`` set) or by an operator."""
 
     tool: str
     pattern: str
     added: bool = True
     by: str = ""
+    agent: str = ""
+    #: exact: the call's subject must equal ``pattern``; glob: fnmatch (operator entries).
+    match: str = "exact"
+    call_id: str = ""
 
 
 class ToolCallStarted(Event, tag="tool.call_started"):
     call_id: str
     tool: str
+    #: orchestrator | container
     domain: str = "orchestrator"
+    agent: str = ""
+    session_key: str = ""
+    timeout_s: float = 0.0
 
 
 class ToolCallCompleted(Event, tag="tool.call_completed"):
+    """The call ran. ``for_llm`` is what the model read (scrubbed, truncated)."""
+
     call_id: str
     tool: str
     for_llm: str = ""
@@ -95,9 +141,14 @@ class ToolCallCompleted(Event, tag="tool.call_completed"):
     truncated: bool = False
     duration_ms: float = 0.0
     details: dict[str, Any] = msgspec.field(default_factory=dict)
+    agent: str = ""
+    session_key: str = ""
 
 
 class ToolCallFailed(Event, tag="tool.call_failed"):
+    """The call ran and failed, or never finished. The model read ``for_llm`` if set,
+    else ``message`` (the pipeline writes ``message`` only)."""
+
     call_id: str
     tool: str
     #: execution_failed | timeout | external_service | sandbox | interrupted ...
@@ -106,15 +157,24 @@ class ToolCallFailed(Event, tag="tool.call_failed"):
     duration_ms: float = 0.0
     truncated: bool = False
     for_llm: str = ""
+    agent: str = ""
+    session_key: str = ""
+    details: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class ToolLoopWarning(Event, tag="tool.loop_warning"):
+    """A loop pattern crossed the warning threshold; the call still ran, with ``message``
+    put before its result."""
+
     call_id: str
     tool: str
-    #: generic_repeat | known_poll_no_progress | ping_pong
+    #: generic_repeat | poll_no_progress | ping_pong
     pattern: str
     count: int
     level: str = "warn"
+    message: str = ""
+    agent: str = ""
+    session_key: str = ""
 
 
 ToolEvent = (
@@ -128,7 +188,7 @@ ToolEvent = (
     | ToolCallFailed
     | ToolLoopWarning
 )
-EVENTS = (
+TOOL_EVENTS: tuple[type[Event], ...] = (
     ToolCallRequested,
     ToolCallRefused,
     ToolApprovalRequested,
@@ -139,3 +199,5 @@ EVENTS = (
     ToolCallFailed,
     ToolLoopWarning,
 )
+#: The name :func:`events.domain.all_event_classes` reads.
+EVENTS = TOOL_EVENTS
