@@ -15,7 +15,8 @@ from events import EventRegistry, EventStore, MemoryBackend, SqliteBackend, open
 from events.domain import all_event_classes
 from tests.contracts.sample_events import SAMPLE_EVENTS
 
-BACKENDS = ["memory", "sqlite", "postgres"]
+#: The PostgreSQL backend (issue 11) joins this list when it lands.
+BACKENDS = ["memory", "sqlite"]
 
 
 def make_registry() -> EventRegistry:
