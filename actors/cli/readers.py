@@ -86,6 +86,15 @@ def _print_events(events: list[RecordedEvent], as_json: bool) -> None:
         )
 
 
+_TOOL_LINES: dict[str, Any] = {
+    "tool.call_completed": lambda e: f"{e.tool} → {e.for_llm[:200]}",
+    "tool.call_failed": lambda e: f"{e.tool} failed ({e.error_kind}): {e.message[:200]}",
+    "tool.call_refused": lambda e: f"{e.tool} refused at {e.step}: {e.reason}",
+    "tool.approval_requested": lambda e: f"{e.tool} awaits approval: {e.reason}",
+    "tool.approval_decided": lambda e: f"{e.tool}: {e.decision} by {e.by or '?'}",
+}
+
+
 async def history(store: EventStore, agent: str, session_key: str, *, as_json: bool) -> None:
     stream = f"session/{agent}/{session_key}"
     events = await store.read_stream(stream)
@@ -104,10 +113,8 @@ async def history(store: EventStore, agent: str, session_key: str, *, as_json: b
                 rows.append([recorded.position, agent, event.reply])
             case TurnFailed():
                 rows.append([recorded.position, "failed", f"{event.reason}: {event.message}"])
-            case _ if recorded.type.startswith(
-                ("tool.call_refused", "tool.call_completed", "tool.call_failed", "tool.approval")
-            ):
-                rows.append([recorded.position, recorded.type, summarize(recorded)])
+            case _ if recorded.type in _TOOL_LINES:
+                rows.append([recorded.position, recorded.type, _TOOL_LINES[recorded.type](event)])
     if as_json:
         emit_json([dict(zip(("position", "who", "text"), r, strict=True)) for r in rows])
         return
