@@ -1,0 +1,42 @@
+"""The tools package shows its public API in a sorted ``__all__`` whose names resolve."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    # ruff RUF022: CONSTANTS, then Classes, then functions, each alphabetical.
+    return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
+
+
+@pytest.mark.parametrize("package", ["tools", "tools.builtins"])
+def test_all_is_sorted_and_every_name_resolves(package: str) -> None:
+    module = importlib.import_module(package)
+    names = list(module.__all__)
+    assert names == sorted(names, key=_isort_key)
+    assert len(set(names)) == len(names)
+    missing = [name for name in names if not hasattr(module, name)]
+    assert missing == []
+
+
+def test_the_tool_events_are_registered_in_the_default_registry() -> None:
+    from events import default_registry
+    from events.domain.tool import TOOL_EVENTS
+
+    tags = default_registry().tags()
+    assert {cls.__struct_config__.tag for cls in TOOL_EVENTS} <= tags
+
+
+def test_tools_never_imports_actors() -> None:
+    import pathlib
+
+    root = pathlib.Path(importlib.import_module("tools").__file__).parent  # type: ignore[arg-type]
+    offenders = [
+        str(path.relative_to(root))
+        for path in root.rglob("*.py")
+        if "import actors" in path.read_text() or "from actors" in path.read_text()
+    ]
+    assert offenders == []

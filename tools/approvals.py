@@ -1,0 +1,292 @@
+"""Approvals (seed 002 §4, seed 001 §4, seed 004 §9): when a call must wait for a person,
+and the allowlist that allow-always answers build, folded from events.
+
+Security ``deny < allowlist < full`` and ask ``off < on-miss < always``: a command tool's
+own ``security``/``ask`` arguments can only tighten the configured ones (min security,
+max ask). For one call, first match wins:
+
+==============================================  ========================================
+deny pattern (command tools)                    refused
+security=deny, and a command tool or gated      refused
+``requires_approval_for(args)`` (dangerous)     ask, no allow-always; refused if ask=off
+ask=always                                      ask
+gated and in the allowlist (or a safe bin)      run
+gated, ask=off                                  refused under security=allowlist, else run
+gated                                           ask
+otherwise                                       run
+==============================================  ========================================
+
+"Gated" means ``tool.requires_approval``, or a command tool under security=allowlist.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+import msgspec
+
+from events import Event
+from events.domain.tool import (
+    ToolAllowlistChanged,
+    ToolApprovalDecided,
+    ToolApprovalRequested,
+    ToolCallCompleted,
+    ToolCallFailed,
+    ToolCallRefused,
+)
+
+from .base import Tool
+from .deny import match_deny_pattern
+
+__all__ = [
+    "DECISIONS",
+    "AllowlistEntry",
+    "ApprovalConfig",
+    "ApprovalState",
+    "ApprovalVerdict",
+    "PendingApproval",
+    "evaluate_approval",
+]
+
+Security = Literal["deny", "allowlist", "full"]
+Ask = Literal["off", "on-miss", "always"]
+DECISIONS = ("allow-once", "allow-always", "deny", "timeout")
+_SECURITY = ("deny", "allowlist", "full")
+_ASK = ("off", "on-miss", "always")
+_SHELL_META = set(";&|$`<>\n(){}")
+
+
+class ApprovalConfig(msgspec.Struct, frozen=True, kw_only=True):
+    security: Security = "full"
+    ask: Ask = "on-miss"
+    #: Seconds a request waits for an answer before it counts as denied (seed 001: 2 min).
+    timeout_s: float = 120.0
+    #: Command tools -> the argument holding the shell command (deny patterns apply).
+    command_tools: dict[str, str] = msgspec.field(
+        default_factory=lambda: {"exec": "command", "shell": "command"}
+    )
+    #: Executables a command tool may run without approval under security=allowlist
+    #: (seed 002 ``safeBins``), when the command has no shell operators.
+    safe_bins: list[str] = msgspec.field(default_factory=list)
+
+
+class ApprovalVerdict(msgspec.Struct, frozen=True, kw_only=True):
+    action: Literal["run", "ask", "refuse"]
+    reason: str = ""
+    #: The allowlist pattern this call would add or matched.
+    pattern: str = "*"
+    allow_always: bool = True
+    rule: str = ""
+
+
+class AllowlistEntry(msgspec.Struct, frozen=True, kw_only=True):
+    agent: str
+    tool: str
+    pattern: str
+    match: Literal["exact", "glob"] = "exact"
+    by: str = ""
+
+    def matches(self, subject: str) -> bool:
+        if self.match == "glob":
+            return fnmatch.fnmatchcase(subject, self.pattern)
+        return subject == self.pattern
+
+
+class PendingApproval(msgspec.Struct, frozen=True, kw_only=True):
+    """A request still waiting, as the log knows it (arguments scrubbed)."""
+
+    call_id: str
+    tool: str
+    agent: str
+    session_key: str
+    reason: str
+    arguments: dict[str, Any]
+    arguments_redacted: bool
+    pattern: str
+    allow_always: bool
+    timeout_s: float
+    expires_at: float
+    user: str
+
+
+def command_of(tool: Tool, args: Mapping[str, Any], config: ApprovalConfig) -> str | None:
+    """The shell command of a command-tool call, else None."""
+    key = config.command_tools.get(tool.name)
+    if key is None:
+        return None
+    value = args.get(key, "")
+    return value if isinstance(value, str) else str(value)
+
+
+def evaluate_approval(
+    tool: Tool,
+    args: Mapping[str, Any],
+    agent: str,
+    config: ApprovalConfig,
+    state: ApprovalState,
+) -> ApprovalVerdict:
+    """Decide run / ask / refuse for one call (the table in this module's docstring)."""
+    command = command_of(tool, args, config)
+    pattern = command if command is not None else "*"
+    if command is not None:
+        denied = match_deny_pattern(command)
+        if denied is not None:
+            return ApprovalVerdict(
+                action="refuse",
+                pattern=pattern,
+                rule=f"deny pattern {denied.label!r}",
+                reason=f"the command matches the deny pattern {denied.label!r} "
+                f"({denied.category}) and is never run. Use a safer command.",
+            )
+    security, ask = _modes(config, args if command is not None else {})
+    dangerous = tool.requires_approval_for(args)
+    gated = tool.requires_approval or (command is not None and security == "allowlist")
+    if security == "deny" and (command is not None or gated or dangerous):
+        return ApprovalVerdict(
+            action="refuse",
+            pattern=pattern,
+            rule="security=deny",
+            reason=f"{tool.name} is disabled here (security mode deny). Do without it.",
+        )
+    if dangerous:
+        if ask == "off":
+            return ApprovalVerdict(
+                action="refuse",
+                pattern=pattern,
+                rule="never-auto-approve, ask=off",
+                reason="these arguments always need a person's approval and approvals are "
+                "off. Use a less destructive way.",
+            )
+        return ApprovalVerdict(
+            action="ask",
+            pattern=pattern,
+            allow_always=False,
+            rule="requires_approval_for",
+            reason="these arguments are potentially destructive",
+        )
+    if ask == "always":
+        return ApprovalVerdict(
+            action="ask",
+            pattern=pattern,
+            rule="ask=always",
+            reason="every call needs approval (ask=always)",
+        )
+    if not gated:
+        return ApprovalVerdict(action="run", pattern=pattern, rule="no approval needed")
+    found = state.allowlisted(agent, tool.name, pattern)
+    if found is not None or _safe_bin(command, config):
+        rule = f"allowlist {found.pattern!r}" if found is not None else "safe bin"
+        return ApprovalVerdict(action="run", pattern=pattern, rule=rule)
+    if ask == "off":
+        if security == "allowlist":
+            return ApprovalVerdict(
+                action="refuse",
+                pattern=pattern,
+                rule="security=allowlist, ask=off",
+                reason="this call is not in the approved list and approvals are off. Use an "
+                "approved command or ask the user to approve it.",
+            )
+        return ApprovalVerdict(action="run", pattern=pattern, rule="ask=off")
+    why = "the tool requires approval" if tool.requires_approval else "not in the allowlist"
+    return ApprovalVerdict(action="ask", pattern=pattern, rule=f"ask={ask}", reason=why)
+
+
+def _modes(config: ApprovalConfig, args: Mapping[str, Any]) -> tuple[str, str]:
+    security, ask = config.security, config.ask
+    requested_security, requested_ask = args.get("security"), args.get("ask")
+    if requested_security in _SECURITY:
+        security = min(security, requested_security, key=_SECURITY.index)
+    if requested_ask in _ASK:
+        ask = max(ask, requested_ask, key=_ASK.index)
+    return security, ask
+
+
+def _safe_bin(command: str | None, config: ApprovalConfig) -> bool:
+    if not command or not config.safe_bins or _SHELL_META & set(command):
+        return False
+    words = command.split()
+    return bool(words) and words[0] in config.safe_bins
+
+
+class ApprovalState:
+    """Pending approvals and the allowlist, as a fold of tool events.
+
+    The owning actor applies every event it appends (and, on restart, every event of its
+    stream); the pipeline only reads. Thread-safe.
+    """
+
+    def __init__(self, events: Iterable[Event] = ()) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[str, PendingApproval] = {}
+        self._allowlist: dict[tuple[str, str], list[AllowlistEntry]] = {}
+        for event in events:
+            self.apply(event)
+
+    def apply(self, event: Event) -> None:
+        match event:
+            case ToolApprovalRequested():
+                pending = PendingApproval(
+                    call_id=event.call_id,
+                    tool=event.tool,
+                    agent=event.agent,
+                    session_key=event.session_key,
+                    reason=event.reason,
+                    arguments=event.arguments,
+                    arguments_redacted=event.arguments_redacted,
+                    pattern=event.pattern,
+                    allow_always=event.allow_always,
+                    timeout_s=event.timeout_s,
+                    expires_at=event.expires_at,
+                    user=event.user,
+                )
+                with self._lock:
+                    self._pending[event.call_id] = pending
+            case ToolApprovalDecided() | ToolCallRefused() | ToolCallCompleted() | ToolCallFailed():
+                with self._lock:
+                    self._pending.pop(event.call_id, None)
+            case ToolAllowlistChanged():
+                self._change(event)
+            case _:
+                pass
+
+    def _change(self, event: ToolAllowlistChanged) -> None:
+        entry = AllowlistEntry(
+            agent=event.agent,
+            tool=event.tool,
+            pattern=event.pattern,
+            match="glob" if event.match == "glob" else "exact",
+            by=event.by,
+        )
+        with self._lock:
+            key = (event.agent, event.tool)
+            kept = [
+                e
+                for e in self._allowlist.get(key, [])
+                if (e.pattern, e.match) != (entry.pattern, entry.match)
+            ]
+            if event.added:
+                kept.append(entry)
+            self._allowlist[key] = kept
+
+    # -- reads --------------------------------------------------------------------------
+    def allowlisted(self, agent: str, tool: str, subject: str) -> AllowlistEntry | None:
+        for entry in self._allowlist.get((agent, tool), ()):
+            if entry.matches(subject):
+                return entry
+        return None
+
+    def allowlist(self, agent: str | None = None) -> list[AllowlistEntry]:
+        with self._lock:
+            entries = [e for group in self._allowlist.values() for e in group]
+        return [e for e in entries if agent is None or e.agent == agent]
+
+    def pending(self, session_key: str | None = None) -> list[PendingApproval]:
+        with self._lock:
+            found = list(self._pending.values())
+        return [p for p in found if session_key is None or p.session_key == session_key]
+
+    def get_pending(self, call_id: str) -> PendingApproval | None:
+        return self._pending.get(call_id)

@@ -1,0 +1,117 @@
+"""The Tool protocol (seed 004 §2, seed 002 §1) and two ways to implement it."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+from .context import ToolContext
+from .result import ToolResult
+
+__all__ = ["BaseTool", "FunctionTool", "Tool", "ToolDomain"]
+
+#: orchestrator: runs in the clawlog process; container: meant for the Docker sandbox.
+ToolDomain = Literal["orchestrator", "container"]
+
+DEFAULT_TIMEOUT_S = 60.0
+EMPTY_OBJECT_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A capability the model can call. One instance serves every concurrent call: all
+    per-call values come in ``ctx``, never from mutable fields.
+
+    ``execute`` returns a :class:`ToolResult` or raises a :class:`tools.ToolCallError`
+    whose message tells the model what to do differently. It may assume ``args`` passed
+    the JSON Schema in ``parameters`` (defaults filled in).
+    """
+
+    name: str
+    description: str
+    #: JSON Schema of the arguments object.
+    parameters: Mapping[str, Any]
+    #: Policy group (``fs``, ``runtime``, ``mcp:github``…); ``""`` for none.
+    group: str
+    #: Seconds before the call is cancelled and fails with ``timeout``.
+    timeout: float
+    domain: ToolDomain
+    #: Only the owner (``ToolContext.is_owner``) may use it.
+    owner_only: bool
+    #: Output comes from outside (web, files, MCP): neutralize it before the model reads it.
+    requires_sanitization: bool
+    #: Every call waits for a person's approval (unless allowlisted).
+    requires_approval: bool
+
+    def requires_approval_for(self, args: Mapping[str, Any]) -> bool:
+        """True when these arguments are dangerous: always ask, never auto-approve."""
+        ...
+
+    async def execute(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult: ...
+
+
+class BaseTool:
+    """Defaults for the protocol; subclass and set the class attributes."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    parameters: ClassVar[Mapping[str, Any]] = EMPTY_OBJECT_SCHEMA
+    group: ClassVar[str] = ""
+    timeout: ClassVar[float] = DEFAULT_TIMEOUT_S
+    domain: ClassVar[ToolDomain] = "orchestrator"
+    owner_only: ClassVar[bool] = False
+    requires_sanitization: ClassVar[bool] = True
+    requires_approval: ClassVar[bool] = False
+
+    def requires_approval_for(self, args: Mapping[str, Any]) -> bool:
+        return False
+
+    async def execute(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+Handler = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult | str]]
+
+
+class FunctionTool:
+    """A tool made from an async function ``(ctx, args) -> ToolResult | str``."""
+
+    def __init__(
+        self,
+        name: str,
+        handler: Handler,
+        *,
+        description: str = "",
+        parameters: Mapping[str, Any] = EMPTY_OBJECT_SCHEMA,
+        group: str = "",
+        timeout: float = DEFAULT_TIMEOUT_S,
+        domain: ToolDomain = "orchestrator",
+        owner_only: bool = False,
+        requires_sanitization: bool = True,
+        requires_approval: bool = False,
+        approval_for: Callable[[Mapping[str, Any]], bool] | None = None,
+    ) -> None:
+        self.name = name
+        self.description = description or name
+        self.parameters = parameters
+        self.group = group
+        self.timeout = timeout
+        self.domain: ToolDomain = domain
+        self.owner_only = owner_only
+        self.requires_sanitization = requires_sanitization
+        self.requires_approval = requires_approval
+        self._handler = handler
+        self._approval_for = approval_for
+
+    def requires_approval_for(self, args: Mapping[str, Any]) -> bool:
+        return self._approval_for is not None and self._approval_for(args)
+
+    async def execute(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+        value = await self._handler(ctx, args)
+        return value if isinstance(value, ToolResult) else ToolResult.text(str(value))
+
+    def __repr__(self) -> str:
+        return f"<FunctionTool {self.name!r}>"

@@ -1,0 +1,140 @@
+"""Running a call end to end without actors: for embedders, tests and benchmarks.
+
+An actor drives the pipeline step by step (``begin`` in its thread, ``execute`` on the
+hub); :func:`run_tool_call` does the same in one coroutine, recording every batch of
+events through an :class:`EventSink` before going on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
+
+from events import Event, EventStore
+from events.domain.tool import ToolCallCompleted, ToolCallFailed, ToolCallRefused
+
+from .context import ToolContext
+from .decisions import ApprovalRequest, NeedsApproval, Refused
+from .pipeline import ToolPipeline
+from .result import ToolResult
+
+__all__ = [
+    "Approver",
+    "EventSink",
+    "RecordingSink",
+    "StoreSink",
+    "result_from_event",
+    "run_tool_call",
+]
+
+#: Answers an approval request: allow-once | allow-always | deny (or "timeout").
+Approver = Callable[[ApprovalRequest], Awaitable[str]]
+
+
+class EventSink(Protocol):
+    async def record(self, events: Sequence[Event]) -> None:
+        """Make ``events`` durable, in order, before returning."""
+        ...
+
+
+class RecordingSink:
+    """Keeps events in a list (tests, dry runs)."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    async def record(self, events: Sequence[Event]) -> None:
+        self.events.extend(events)
+
+
+class StoreSink:
+    """Appends to one stream of an event store, tracking its version (sole writer)."""
+
+    def __init__(self, store: EventStore, stream: str, *, version: int = 0) -> None:
+        self.store, self.stream, self.version = store, stream, version
+
+    async def record(self, events: Sequence[Event]) -> None:
+        recorded = await self.store.append(self.stream, list(events), self.version)
+        self.version = recorded[-1].version
+
+
+async def run_tool_call(
+    pipeline: ToolPipeline,
+    ctx: ToolContext,
+    name: str,
+    args: dict[str, Any] | str | None,
+    sink: EventSink,
+    approver: Approver | None = None,
+    *,
+    call_id: str | None = None,
+) -> ToolResult:
+    """Decide, (ask,) run and record one call; return what the model should read.
+
+    Without an ``approver`` a call that needs approval is denied. An approver that does
+    not answer within the request's timeout counts as ``timeout`` (= deny).
+    """
+    call_id = call_id or uuid.uuid4().hex
+    decision = pipeline.begin(ctx, call_id, name, args)
+    await _record(pipeline, sink, decision.events)
+    if isinstance(decision, NeedsApproval):
+        answer, by = await _ask(decision.request, approver)
+        decision = pipeline.decide_approval(decision.request, answer, by)
+        await _record(pipeline, sink, decision.events)
+    if isinstance(decision, Refused):
+        return decision.result
+    outcome = await pipeline.execute(decision.plan)
+    await _record(pipeline, sink, outcome.events)
+    return outcome.result
+
+
+async def _ask(request: ApprovalRequest, approver: Approver | None) -> tuple[str, str]:
+    if approver is None:
+        return "deny", "nobody (no approver configured)"
+    try:
+        async with asyncio.timeout(request.timeout_s):
+            return await approver(request), "approver"
+    except TimeoutError:
+        return "timeout", "clawlog"
+
+
+async def _record(pipeline: ToolPipeline, sink: EventSink, events: Sequence[Event]) -> None:
+    if not events:
+        return
+    await sink.record(events)
+    for event in events:
+        pipeline.apply(event)
+
+
+def result_from_event(event: Event) -> tuple[str, ToolResult] | None:
+    """For an event that ends a call: ``(call_id, the result the model read)``.
+
+    Lets a Session rebuild its conversation from the log without re-running tools.
+    """
+    match event:
+        case ToolCallCompleted():
+            result = ToolResult(
+                for_llm=event.for_llm,
+                for_user=event.for_user,
+                details=event.details,
+                truncated=event.truncated,
+            )
+        case ToolCallFailed():
+            result = ToolResult(
+                for_llm=event.for_llm or event.message,
+                details=event.details,
+                is_error=True,
+                truncated=event.truncated,
+                error_kind=event.error_kind,
+            )
+        case ToolCallRefused():
+            result = ToolResult(
+                for_llm=event.for_llm or event.reason,
+                details={"step": event.step},
+                is_error=True,
+                error_kind=event.error_kind,
+            )
+        case _:
+            return None
+    return event.call_id, result

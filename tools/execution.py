@@ -1,0 +1,183 @@
+"""Executing a planned call, and the events that bracket it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+import structlog
+
+from events import Event
+from events.domain.tool import (
+    ToolCallCompleted,
+    ToolCallFailed,
+    ToolCallRefused,
+    ToolCallStarted,
+)
+
+from .context import ToolContext
+from .decisions import Outcome, Refused, ToolPlan
+from .errors import ToolCallError
+from .finish import ResultFinisher
+from .result import ErrorKind, ToolResult
+
+__all__ = [
+    "Refuser",
+    "interrupted_event",
+    "outcome_event",
+    "parse_arguments",
+    "run_plan",
+    "started_event",
+]
+
+_log = structlog.get_logger("clawlog.tools")
+_json = msgspec.json.Decoder()
+
+
+async def run_plan(plan: ToolPlan, finisher: ResultFinisher) -> Outcome:
+    """Execute with the tool's timeout; failures become error results, never exceptions
+    (cancellation propagates); the result is scrubbed, sanitized and truncated."""
+    tool, started = plan.tool, time.perf_counter()
+    try:
+        async with asyncio.timeout(tool.timeout):
+            raw = await tool.execute(plan.ctx, dict(plan.args))
+        if not isinstance(raw, ToolResult):
+            raw = ToolResult.text(str(raw))
+    except TimeoutError:
+        raw = ToolResult.error(
+            ErrorKind.TIMEOUT,
+            f"{tool.name} did not finish within {tool.timeout:g} s and was stopped. Try a "
+            "smaller task or another approach.",
+        )
+    except ToolCallError as exc:
+        raw = ToolResult.error(exc.kind, f"{tool.name} failed: {exc}")
+    except Exception as exc:
+        _log.warning(
+            "tool crashed",
+            tool=tool.name,
+            call_id=plan.call_id,
+            error=finisher.scrubber.scrub(repr(exc))[:500],
+        )
+        raw = ToolResult.error(
+            ErrorKind.EXECUTION_FAILED, f"{tool.name} failed: {type(exc).__name__}: {exc}"
+        )
+    duration_ms = (time.perf_counter() - started) * 1000
+    result = finisher.finish(raw, sanitize=tool.requires_sanitization, warning=plan.warning)
+    return Outcome(
+        result=result,
+        events=[outcome_event(plan, result, duration_ms)],
+        duration_ms=duration_ms,
+    )
+
+
+def outcome_event(plan: ToolPlan, result: ToolResult, duration_ms: float) -> Event:
+    ctx = plan.ctx
+    if result.is_error:
+        return ToolCallFailed(
+            call_id=plan.call_id,
+            tool=plan.name,
+            error_kind=result.error_kind or ErrorKind.EXECUTION_FAILED,
+            message=result.for_llm,
+            agent=ctx.agent,
+            session_key=ctx.session_key,
+            duration_ms=duration_ms,
+            truncated=result.truncated,
+            details=result.details,
+        )
+    return ToolCallCompleted(
+        call_id=plan.call_id,
+        tool=plan.name,
+        for_llm=result.for_llm,
+        agent=ctx.agent,
+        session_key=ctx.session_key,
+        for_user=result.for_user,
+        details=result.details,
+        duration_ms=duration_ms,
+        truncated=result.truncated,
+    )
+
+
+def started_event(plan: ToolPlan) -> ToolCallStarted:
+    return ToolCallStarted(
+        call_id=plan.call_id,
+        tool=plan.name,
+        agent=plan.ctx.agent,
+        session_key=plan.ctx.session_key,
+        domain=plan.tool.domain,
+        timeout_s=plan.tool.timeout,
+    )
+
+
+def interrupted_event(ctx: ToolContext, call_id: str, name: str, reason: str) -> ToolCallFailed:
+    return ToolCallFailed(
+        call_id=call_id,
+        tool=name,
+        error_kind=ErrorKind.INTERRUPTED,
+        message=f"The {name} call did not finish ({reason}). It may or may not have had "
+        "effects: check before repeating it.",
+        agent=ctx.agent,
+        session_key=ctx.session_key,
+    )
+
+
+class Refuser:
+    """Builds the Refused decision of one call: the events so far plus the refusal."""
+
+    __slots__ = ("call_id", "ctx", "first", "name")
+
+    def __init__(self, ctx: ToolContext, call_id: str, name: str, first: Event) -> None:
+        self.ctx, self.call_id, self.name, self.first = ctx, call_id, name, first
+
+    def __call__(
+        self,
+        step: str,
+        kind: ErrorKind,
+        reason: str,
+        for_llm: str,
+        *,
+        rule: str = "",
+        retry_after: float | None = None,
+    ) -> Refused:
+        _log.info(
+            "tool call refused",
+            tool=self.name,
+            call_id=self.call_id,
+            step=step,
+            agent=self.ctx.agent,
+            session_key=self.ctx.session_key,
+            rule=rule,
+            reason=reason,
+        )
+        refused = ToolCallRefused(
+            call_id=self.call_id,
+            tool=self.name,
+            step=step,
+            reason=reason,
+            for_llm=for_llm,
+            error_kind=kind,
+            agent=self.ctx.agent,
+            session_key=self.ctx.session_key,
+            retry_after=retry_after,
+            rule=rule,
+        )
+        result = ToolResult.error(kind, for_llm, step=step)
+        return Refused(events=[self.first, refused], result=result, step=step)
+
+
+def parse_arguments(args: Mapping[str, Any] | str | None) -> tuple[dict[str, Any] | None, str]:
+    """The arguments as a dict, or None and why not."""
+    if args is None:
+        return {}, ""
+    if isinstance(args, Mapping):
+        return dict(args), ""
+    text = args.strip() or "{}"
+    try:
+        value = _json.decode(text)
+    except msgspec.DecodeError as exc:
+        return None, f"the arguments are not valid JSON ({exc})"
+    if not isinstance(value, dict):
+        return None, f"the arguments must be a JSON object, not {type(value).__name__}"
+    return value, ""

@@ -1,0 +1,174 @@
+"""Credential scrubbing (seed 001 §14): static patterns plus values registered at runtime.
+
+Applied to what goes to the model, to the user and to the log. Every match becomes
+``[REDACTED]``; for ``key=value`` shapes the key stays, so the text keeps its meaning.
+Scrubbing is idempotent: scrubbing scrubbed text changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
+
+__all__ = ["REDACTED", "STATIC_PATTERNS", "ScrubPattern", "Scrubber"]
+
+REDACTED = "[REDACTED]"
+_NOT_REDACTED = r"(?!\[REDACTED\])"
+_KEY_WORDS = (
+    r"api[_-]?key|apikey|access[_-]?key|secret|client[_-]?secret|password|passwd"
+    r"|token|bearer|authorization|private[_-]?key"
+)
+
+
+class ScrubPattern(NamedTuple):
+    """``regex`` matches a secret. With a ``keep`` group, that group's text is kept and
+    the rest of the match is redacted; quoted values stay quoted."""
+
+    name: str
+    regex: re.Pattern[str]
+
+
+def _p(name: str, pattern: str, flags: int = 0) -> ScrubPattern:
+    return ScrubPattern(name, re.compile(pattern, flags))
+
+
+#: In the order they run. The first eight rows are seed 001 §14's table.
+STATIC_PATTERNS: tuple[ScrubPattern, ...] = (
+    _p(
+        "private_key_block",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----",
+    ),
+    _p("anthropic", r"(?<![\w-])sk-ant-[A-Za-z0-9_-]{20,}"),
+    _p("openai", r"(?<![\w-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+    _p("github", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b"),
+    _p("github_fine_grained", r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
+    _p("aws_access_key", r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
+    _p(
+        "connection_string",
+        r"\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?)://[^\s'\"<>`]+",
+    ),
+    _p("url_credentials", r"(?P<keep>\b[a-z][a-z0-9+.-]*://)[^\s/:@'\"]+:[^\s/@'\"]+(?=@)"),
+    _p("slack", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    _p("stripe", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
+    _p("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),
+    _p("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    _p(
+        "env_var",
+        r"(?P<keep>\b(?:[A-Z0-9]+_)*(?:KEY|SECRET|CREDENTIALS?|DSN|TOKEN|PASSWORD|PASSWD)"
+        r"(?:_[A-Z0-9]+)*=)" + _NOT_REDACTED + r"[^\s'\"]+",
+    ),
+    _p("virtual_env_var", r"(?P<keep>\bVIRTUAL_[A-Z0-9_]*=)" + _NOT_REDACTED + r"[^\s'\"]+"),
+    _p(
+        "generic_key_value",
+        r"(?P<keep>\b[\w.-]*?(?:"
+        + _KEY_WORDS
+        + r")[\"']?\s*[:=]\s*)"
+        + _NOT_REDACTED
+        + r"(?:\"(?:[^\"\\\n]|\\.)+\"|'[^'\n]+'"
+        + r"|(?:(?:bearer|basic|token)\s+)?[^\s\"',;&}\]]+)",
+        re.IGNORECASE,
+    ),
+    _p("bearer", r"(?P<keep>\bbearer\s+)" + _NOT_REDACTED + r"[A-Za-z0-9._~+/=-]{8,}", re.I),
+    _p("long_hex", r"\b[0-9a-fA-F]{64,}\b"),
+)
+
+#: Mapping keys whose values are secrets whatever they look like.
+_SECRET_KEY = re.compile(
+    r"^(?:[\w.-]*[_.-])?(?:api[_-]?key|apikey|secret|client[_-]?secret|password|passwd"
+    r"|token|access[_-]?token|refresh[_-]?token|authorization|private[_-]?key|credentials?"
+    r"|dsn|cookie)$",
+    re.IGNORECASE,
+)
+
+
+def _replace(match: re.Match[str]) -> str:
+    keep = match.group("keep") if "keep" in match.re.groupindex else None
+    if keep is None:
+        return REDACTED
+    rest = match.group(0)[len(keep) :]
+    if len(rest) >= 2 and rest[0] == rest[-1] and rest[0] in "\"'":
+        return f"{keep}{rest[0]}{REDACTED}{rest[0]}"
+    return keep + REDACTED
+
+
+class Scrubber:
+    """Redacts secrets from text and from JSON-like values. Thread-safe: values can be
+    added from any thread while others scrub (readers take no lock)."""
+
+    def __init__(
+        self,
+        values: Iterable[str] = (),
+        *,
+        patterns: Iterable[ScrubPattern] = STATIC_PATTERNS,
+        min_value_length: int = 4,
+    ) -> None:
+        self._patterns = tuple(patterns)
+        self._min = min_value_length
+        self._lock = threading.Lock()
+        self._values: frozenset[str] = frozenset()
+        self._dynamic: re.Pattern[str] | None = None
+        self.add_values(*values)
+
+    # -- dynamic values -----------------------------------------------------------------
+    def add_values(self, *values: str) -> None:
+        """Redact these exact values from now on (configured secrets, server IPs...).
+
+        Values shorter than ``min_value_length`` are ignored: they would redact words.
+        """
+        fresh = {v for v in values if isinstance(v, str) and len(v.strip()) >= self._min}
+        if not fresh:
+            return
+        with self._lock:
+            self._rebuild(self._values | fresh)
+
+    def remove_values(self, *values: str) -> None:
+        with self._lock:
+            self._rebuild(self._values - set(values))
+
+    def _rebuild(self, values: frozenset[str]) -> None:
+        ordered = sorted(values, key=len, reverse=True)  # longest first: no partial leftovers
+        pattern = re.compile("|".join(re.escape(v) for v in ordered)) if ordered else None
+        self._values, self._dynamic = values, pattern
+
+    @property
+    def values_count(self) -> int:
+        return len(self._values)
+
+    # -- scrubbing ----------------------------------------------------------------------
+    def scrub(self, text: str) -> str:
+        """``text`` with every secret replaced by ``[REDACTED]``."""
+        if not text:
+            return text
+        dynamic = self._dynamic  # one read: a concurrent add_values swaps the reference
+        if dynamic is not None:
+            text = dynamic.sub(REDACTED, text)
+        for pattern in self._patterns:
+            text = pattern.regex.sub(_replace, text)
+        return text
+
+    def scrub_value(self, value: Any) -> Any:
+        """Scrub every string in a JSON-like value; a mapping key that names a secret
+        (``password``, ``api_key``, ``token``…) has its whole value redacted."""
+        if isinstance(value, str):
+            return self.scrub(value)
+        if isinstance(value, Mapping):
+            return {str(k): self._scrub_item(str(k), v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.scrub_value(v) for v in value]
+        return value
+
+    def _scrub_item(self, key: str, value: Any) -> Any:
+        secret = _SECRET_KEY.match(key) and not isinstance(value, bool)
+        if secret and isinstance(value, str | int | float) and value != "":
+            return REDACTED
+        return self.scrub_value(value)
+
+    def find(self, text: str) -> list[str]:
+        """The names of the patterns that match ``text`` (``dynamic`` for a value)."""
+        found = [p.name for p in self._patterns if p.regex.search(text)]
+        dynamic = self._dynamic
+        if dynamic is not None and dynamic.search(text):
+            found.insert(0, "dynamic")
+        return found
