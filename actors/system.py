@@ -30,7 +30,7 @@ from .agents.ports import AgentPorts
 from .delegation.api import DelegationApi
 from .delegation.ports import DelegationPorts
 from .errors import SystemClosed
-from .guardian import GUARDIAN_PATH, Adopt, Guardian, RecordDeadLetter
+from .guardian import Adopt, Guardian, RecordDeadLetter, guardian_path
 from .hub_store import HubStore
 from .internal import Ready
 from .logging import configure_logging
@@ -105,7 +105,7 @@ class System(AgentApi, TeamApi, DelegationApi):
         guardian = launch(
             runtime,
             Guardian,
-            GUARDIAN_PATH,
+            guardian_path(runtime),
             None,
             None,
             on_escalation=lambda path, reason: escalations.append((path, reason)),

@@ -7,17 +7,23 @@ next read waits. Backends guarantee positions become visible in order.
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+import structlog
+
 from .envelope import RecordedEvent
+from .errors import StoreUnavailable
 
 if TYPE_CHECKING:
     from .store import EventStore
 
 __all__ = ["Subscription"]
+
+_log = structlog.get_logger("clawlog.events.subscription")
 
 
 class Subscription:
@@ -40,6 +46,7 @@ class Subscription:
         self._wait_timeout = wait_timeout
         self._buffer: deque[RecordedEvent] = deque()
         self._closed = False
+        self._failures = 0
 
     @property
     def next_position(self) -> int:
@@ -53,15 +60,28 @@ class Subscription:
         while not self._buffer:
             if self._closed or self._store.closed:
                 raise StopAsyncIteration
-            await self._fill()
+            await self._fill_or_wait_for_the_store()
         return self._buffer.popleft()
+
+    async def _fill_or_wait_for_the_store(self) -> None:
+        """A lost connection (a database restart) is waited out: the subscription resumes
+        from the position after the last event it yielded, so nothing is skipped or
+        repeated."""
+        try:
+            await self._fill()
+            self._failures = 0
+        except StoreUnavailable as exc:
+            self._failures += 1
+            delay = min(0.1 * 2 ** min(self._failures, 6), 5.0)
+            _log.warning("subscription waiting for the store", error=str(exc), retry_in=delay)
+            await asyncio.sleep(delay)
 
     async def next_batch(self) -> list[RecordedEvent]:
         """Everything available now (waiting for at least one event), for batch consumers."""
         while not self._buffer:
             if self._closed or self._store.closed:
                 raise StopAsyncIteration
-            await self._fill()
+            await self._fill_or_wait_for_the_store()
         batch = list(self._buffer)
         self._buffer.clear()
         return batch

@@ -7,15 +7,13 @@ python3 -m pip install -q --disable-pip-version-check -e '.[test]'
 RUN_DIR=$(mktemp -d /tmp/clawlog-test.XXXXXX)
 chmod 755 "$RUN_DIR"
 cleanup() {
-  if [ -n "${CLAWLOG_WITH_POSTGRES:-}" ]; then scripts/postgres.sh stop "$RUN_DIR/pg" || true; fi
+  scripts/postgres.sh stop "$RUN_DIR/pg" || true
   rm -rf "$RUN_DIR"
 }
 trap cleanup EXIT
-# The PostgreSQL suites (issue 11) need a real server; set CLAWLOG_WITH_POSTGRES=1 to start
-# one on loopback for them (scripts/postgres.sh installs Debian's postgresql if missing).
-if [ -n "${CLAWLOG_WITH_POSTGRES:-}" ]; then
-  export CLAWLOG_TEST_DATABASE_URL
-  CLAWLOG_TEST_DATABASE_URL=$(scripts/postgres.sh start "$RUN_DIR/pg" | sed -n 's/^DATABASE_URL=//p')
-  echo "PostgreSQL: $CLAWLOG_TEST_DATABASE_URL"
-fi
+# A real PostgreSQL server on loopback for the PostgreSQL suites (installs Debian's
+# postgresql if missing); in CI a missing server fails those tests, it does not skip them.
+export CLAWLOG_TEST_DATABASE_URL CLAWLOG_TEST_PG_DIR="$RUN_DIR/pg"
+CLAWLOG_TEST_DATABASE_URL=$(scripts/postgres.sh start "$RUN_DIR/pg" | sed -n 's/^DATABASE_URL=//p')
+echo "PostgreSQL: $CLAWLOG_TEST_DATABASE_URL"
 python3 -m pytest "$@"

@@ -16,7 +16,7 @@ from events.domain import all_event_classes
 from tests.contracts.sample_events import SAMPLE_EVENTS
 
 #: The PostgreSQL backend (issue 11) joins this list when it lands.
-BACKENDS = ["memory", "sqlite"]
+BACKENDS = ["memory", "sqlite", "postgres"]
 
 
 def make_registry() -> EventRegistry:

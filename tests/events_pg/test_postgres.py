@@ -1,0 +1,155 @@
+"""PostgreSQL specifics: two processes, ordered visibility, restarts, lost connections, leases."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from actors import System
+from actors.ownership import StreamOwnedElsewhere
+from events import ANY, NO_STREAM, EventMetadata, EventRegistry, StoreUnavailable, open_store
+from events.backends.postgres import PostgresBackend
+from tests.actors.sample import Add, Added, Counter
+from tests.contracts.sample_events import Noted
+
+ROOT = Path(__file__).parents[2]
+pytestmark = pytest.mark.postgres
+
+
+def schema() -> str:
+    return f"t_{uuid.uuid4().hex[:16]}"
+
+
+async def open_pg(url: str, name: str) -> object:
+    return await open_store(PostgresBackend(url, schema=name), registry=EventRegistry([Noted]))
+
+
+async def test_two_processes_writing_one_stream_exactly_one_wins_each_version(pg_url: str) -> None:
+    name = schema()
+    store = await open_pg(pg_url, name)  # creates the schema before the race
+    await store.close()  # type: ignore[attr-defined]
+    procs = [subprocess.Popen([sys.executable, "-m", "tests.events_pg.pg_writer", pg_url, name,
+                               who, "40"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+             for who in ("a", "b")]
+    wins = [int(p.communicate(timeout=120)[0]) for p in procs]
+    assert sum(wins) == 40
+    store = await open_pg(pg_url, name)
+    try:
+        events = await store.read_stream("race/one")  # type: ignore[attr-defined]
+        assert [e.version for e in events] == list(range(1, 41))
+        assert [e.position for e in events] == list(range(1, 41))
+    finally:
+        await store.close()  # type: ignore[attr-defined]
+
+
+async def test_a_slow_transaction_never_lets_a_reader_skip_its_position(pg_url: str) -> None:
+    name = schema()
+    store = await open_pg(pg_url, name)
+    slow = await asyncpg.connect(pg_url)
+    try:
+        await store.append("s/a", [Noted(text="first")], NO_STREAM)  # type: ignore[attr-defined]
+        transaction = slow.transaction()
+        await transaction.start()
+        await slow.execute(f"LOCK TABLE {name}.events IN EXCLUSIVE MODE")
+        await slow.execute(
+            f"INSERT INTO {name}.events (position, stream, version, type, schema_version, "
+            "payload, recorded_at) SELECT 2, 's/slow', 1, 'test.noted', 1, payload, 0 "
+            f"FROM {name}.events WHERE position = 1")
+        fast = asyncio.ensure_future(store.append("s/b", [Noted(text="fast")], NO_STREAM))  # type: ignore[attr-defined]
+        await asyncio.sleep(0.2)  # give the fast append every chance to overtake
+        assert not fast.done()
+        assert [e.position for e in await store.read_all()] == [1]  # type: ignore[attr-defined]
+        await transaction.commit()
+        [recorded] = await asyncio.wait_for(fast, 10)
+        assert recorded.position == 3
+        assert [e.position for e in await store.read_all()] == [1, 2, 3]  # type: ignore[attr-defined]
+    finally:
+        await slow.close()
+        await store.close()  # type: ignore[attr-defined]
+
+
+def pg_ctl(action: str) -> None:
+    data = os.environ.get("CLAWLOG_TEST_PG_DIR")
+    if not data:
+        pytest.skip("CLAWLOG_TEST_PG_DIR is not set (scripts/test.sh sets it)")
+    subprocess.run(["bash", str(ROOT / "scripts" / "postgres.sh"), action, data],
+                   check=True, capture_output=True, timeout=120)
+
+
+async def test_a_subscription_survives_a_server_restart(pg_url: str) -> None:
+    store = await open_pg(pg_url, schema())
+    seen: list[int] = []
+    try:
+        for i in range(3):
+            await store.append("s/r", [Noted(text=f"before {i}")], ANY)  # type: ignore[attr-defined]
+
+        async def follow() -> None:
+            async with store.subscribe(1) as events:  # type: ignore[attr-defined]
+                async for recorded in events:
+                    seen.append(recorded.position)
+                    if len(seen) == 6:
+                        return
+
+        follower = asyncio.ensure_future(follow())
+        pg_ctl("restart")
+        for i in range(3):
+            for _ in range(100):
+                try:
+                    await store.append("s/r", [Noted(text=f"after {i}")], ANY)  # type: ignore[attr-defined]
+                    break
+                except StoreUnavailable:
+                    await asyncio.sleep(0.1)
+        await asyncio.wait_for(follower, 30)
+        assert seen == [1, 2, 3, 4, 5, 6]
+    finally:
+        await store.close()  # type: ignore[attr-defined]
+
+
+async def test_a_lost_connection_fails_clearly_and_a_keyed_retry_writes_once(pg_url: str) -> None:
+    store = await open_pg(pg_url, schema())
+    try:
+        meta = EventMetadata(idempotency_key="job-7")
+        pg_ctl("stop-fast")
+        try:
+            with pytest.raises(StoreUnavailable, match="retry with the same idempotency key"):
+                await store.append("s/k", [Noted(text="x")], ANY, meta)  # type: ignore[attr-defined]
+        finally:
+            pg_ctl("start-again")
+        for _ in range(100):
+            try:
+                first = await store.append("s/k", [Noted(text="x")], ANY, meta)  # type: ignore[attr-defined]
+                break
+            except StoreUnavailable:
+                await asyncio.sleep(0.1)
+        again = await store.append("s/k", [Noted(text="x")], ANY, meta)  # type: ignore[attr-defined]
+        assert [e.position for e in again] == [e.position for e in first]
+        assert len(await store.read_stream("s/k")) == 1  # type: ignore[attr-defined]
+    finally:
+        await store.close()  # type: ignore[attr-defined]
+
+
+async def test_one_owner_process_per_stream(pg_url: str) -> None:
+    url = f"{pg_url}"
+    name = schema()
+    first = await System.open(PostgresBackend(url, schema=name), event_types=[Added])
+    second = await System.open(PostgresBackend(url, schema=name), event_types=[Added])
+    try:
+        counter = await first.spawn(Counter, "counter/shared")
+        assert await counter.ask(Add(amount=2)) == 2
+        with pytest.raises(StreamOwnedElsewhere, match="owned by another process"):
+            await second.spawn(Counter, "counter/shared")
+        other = await second.spawn(Counter, "counter/other")  # disjoint streams are fine
+        assert await other.ask(Add(amount=5)) == 5
+        counter.stop()
+        again = await second.spawn(Counter, "counter/shared")  # released at stop
+        assert await again.ask(Add(amount=1)) == 3
+    finally:
+        await second.close()
+        await first.close()
