@@ -33,8 +33,8 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from events import ANY, Event, EventRegistry, open_store  # noqa: E402
-from events.backends.sqlite import SqliteBackend  # noqa: E402
+from events import ANY, Event, EventRegistry, open_store
+from events.backends.sqlite import SqliteBackend
 
 STREAMS = 1000
 

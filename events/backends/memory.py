@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Sequence
 
@@ -108,15 +109,13 @@ class MemoryBackend:
         self._check_open()
         assert self._appended is not None
         async with self._appended:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(
                     self._appended.wait_for(
                         lambda: self._closed or len(self._log) > after_position
                     ),
                     timeout,
                 )
-            except TimeoutError:
-                pass
 
     async def save_snapshot(self, snapshot: SnapshotRecord) -> None:
         self._check_open()

@@ -302,11 +302,17 @@ class PostgresBackend:
                 key_rows.append((key, request.stream, records[0].position, records[-1].position))
             outcomes.append(records)
         if rows:
-            await conn.executemany(
-                f"INSERT INTO {s}.events ({_COLUMNS}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11)",
-                rows,
+            # One statement for the whole batch (column arrays), notifying in the same trip.
+            columns = [list(column) for column in zip(*rows, strict=True)]
+            await conn.execute(
+                f"WITH added AS (INSERT INTO {s}.events ({_COLUMNS}) SELECT * FROM unnest("
+                "$1::bigint[], $2::text[], $3::int[], $4::text[], $5::int[], $6::bytea[], "
+                "$7::float8[], $8::text[], $9::text[], $10::text[], $11::text[])) "
+                "SELECT pg_notify($12, $13)",
+                *columns,
+                self._channel,
+                str(head),
             )
-            await conn.execute("SELECT pg_notify($1, $2)", self._channel, str(head))
         if key_rows:
             await conn.executemany(
                 f"INSERT INTO {s}.idempotency_keys VALUES ($1,$2,$3,$4)", key_rows

@@ -10,6 +10,7 @@ their own connection. ``synchronous=FULL`` by default, so an acknowledged append
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -232,7 +233,7 @@ class SqliteBackend:
         rows = await reader.execute_fetchall(
             "SELECT max(version) FROM events WHERE stream = ?", (stream,)
         )
-        return int(list(rows)[0][0] or 0)
+        return int(next(iter(rows))[0] or 0)
 
     async def head_position(self) -> int:
         self._check_readable()
@@ -243,7 +244,7 @@ class SqliteBackend:
     async def head_position_from_disk(self) -> int:
         assert self._reader is not None
         rows = await self._reader.execute_fetchall("SELECT max(position) FROM events")
-        return int(list(rows)[0][0] or 0)
+        return int(next(iter(rows))[0] or 0)
 
     async def wait_for_append(self, after_position: int, timeout: float) -> None:
         self._check_readable()
@@ -257,10 +258,8 @@ class SqliteBackend:
         if self._head > after_position:
             return
         changed = self._head_changed
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(changed.wait(), timeout)
-        except TimeoutError:
-            pass
 
     async def load_snapshot(self, stream: str) -> SnapshotRecord | None:
         reader = self._check_readable()

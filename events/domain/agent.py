@@ -30,7 +30,7 @@ class AgentRegistered(Event, tag="agent.registered"):
 
 
 class HandoffRouted(Event, tag="handoff.routed"):
-    """Messages on (channel, chat_id) now go to ``to_agent``; stream ``handoff/{channel}/{chat}``."""
+    """Messages on (channel, chat_id) now go to ``to_agent`` (``handoff/{channel}/{chat}``)."""
 
     channel: str
     chat_id: str

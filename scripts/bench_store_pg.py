@@ -1,0 +1,116 @@
+"""PostgreSQL section of the store benchmark (issue 11): clawlog with 100 concurrent
+producers against the ``eventsourcing`` library's PostgreSQL recorder at the same batch
+size (100 events per ``insert_events``), in one run, on the same server.
+
+    python3 scripts/bench_store_pg.py --url postgresql://postgres@127.0.0.1:5432/clawlog [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import urlparse
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_store import STREAMS, Measured, payloads
+
+from events import ANY, EventRegistry, open_store
+from events.backends.postgres import PostgresBackend
+
+
+async def clawlog_pg(url: str, n: int, producers: int) -> float:
+    schema = f"bench_{uuid.uuid4().hex[:8]}"
+    store = await open_store(
+        PostgresBackend(url, schema=schema, pool_size=4), registry=EventRegistry([Measured])
+    )
+    per = n // producers
+
+    async def producer(k: int) -> None:
+        for i in range(per):
+            await store.append(
+                f"stream-{(k * per + i) % STREAMS}",
+                [Measured(sensor=f"s{i % 97}", value=i * 0.5)],
+                ANY,
+            )
+
+    started = time.perf_counter()
+    await asyncio.gather(*(producer(k) for k in range(producers)))
+    elapsed = time.perf_counter() - started
+    await store.close()
+    return per * producers / elapsed
+
+
+def eventsourcing_pg(url: str, n: int, per_save: int) -> float:
+    from eventsourcing.persistence import StoredEvent
+    from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+
+    parts = urlparse(url)
+    es_schema = f"es_{uuid.uuid4().hex[:8]}"
+    asyncio.run(_create_schema(url, es_schema))
+    datastore = PostgresDatastore(
+        dbname=parts.path.lstrip("/"),
+        host=parts.hostname or "127.0.0.1",
+        port=parts.port or 5432,
+        user=parts.username or "postgres",
+        password=parts.password or "",
+        schema=es_schema,
+    )
+    recorder = PostgresApplicationRecorder(datastore)
+    recorder.create_table()
+    data = payloads(n)
+    ids = [uuid.uuid4() for _ in range(STREAMS)]
+    events = [
+        StoredEvent(
+            originator_id=ids[i % STREAMS],
+            originator_version=i // STREAMS + 1,
+            topic="bench:Measured",
+            state=data[i],
+        )
+        for i in range(n)
+    ]
+    started = time.perf_counter()
+    for start in range(0, n, per_save):
+        recorder.insert_events(events[start : start + per_save])
+    elapsed = time.perf_counter() - started
+    datastore.close()
+    return n / elapsed
+
+
+async def _create_schema(url: str, schema: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    await conn.execute(f"CREATE SCHEMA {schema}")
+    await conn.close()
+
+
+async def run_pg_section(url: str, quick: bool) -> dict[str, float]:
+    n = 5_000 if quick else 20_000
+    ours = await clawlog_pg(url, n, 100)
+    theirs = await asyncio.to_thread(eventsourcing_pg, url, n, 100)
+    return {
+        "clawlog append, 100 producers (events/s)": ours,
+        "eventsourcing insert_events, 100 per call (events/s)": theirs,
+        "pg_append100_vs_eventsourcing": ours / theirs,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    results = asyncio.run(run_pg_section(args.url, args.quick))
+    for key, value in results.items():
+        print(f"{key}: {value:,.2f}")
+    print(f"RATIOS pg_append100_vs_eventsourcing={results['pg_append100_vs_eventsourcing']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
