@@ -16,7 +16,7 @@ class GatedModel:
         self._replies = list(replies)
         self.requests: list[ModelRequest] = []
         self.started = threading.Event()
-        self.release = threading.Event()
+        self.release = Gate()
         self.cancelled = threading.Event()
 
     @property
@@ -31,8 +31,7 @@ class GatedModel:
         self.requests.append(request)
         self.started.set()
         try:
-            while not self.release.is_set():
-                await asyncio.sleep(0.005)
+            await self.release.wait()
         except asyncio.CancelledError:
             self.cancelled.set()
             raise
@@ -47,3 +46,34 @@ async def wait_threading_event(event: threading.Event, timeout: float = 10) -> N
 
 def types(events: list[Any]) -> list[str]:
     return [e.type for e in events]
+
+
+class Gate:
+    """A flag a test opens from its own thread; coroutines on any loop wait on it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open = False
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    async def wait(self) -> None:
+        event = asyncio.Event()
+        with self._lock:
+            if self._open:
+                return
+            self._waiters.append((asyncio.get_running_loop(), event))
+        await event.wait()
+
+    def set(self) -> None:
+        with self._lock:
+            self._open = True
+            waiters, self._waiters = self._waiters, []
+        for loop, event in waiters:
+            loop.call_soon_threadsafe(event.set)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._open = False
+
+    def is_set(self) -> bool:
+        return self._open

@@ -18,7 +18,7 @@ STARTED = threading.Event()
 
 async def slow(ctx: object, args: dict[str, object]) -> str:
     STARTED.set()
-    await asyncio.sleep(30)
+    await asyncio.Event().wait()  # runs until the turn is cancelled
     return "never"
 
 

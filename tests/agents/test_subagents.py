@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 from pathlib import Path
 
 import pytest
@@ -12,8 +11,9 @@ from actors import Rejected, System
 from actors.agents import AgentConfig, CallerContext, SubagentLimits
 from actors.agents.ports import AgentPorts
 from actors.models import ModelReply, ModelRequest, reply
+from tests.agents.support import Gate
 
-RELEASE = threading.Event()
+RELEASE = Gate()
 
 
 class Brain:
@@ -25,8 +25,7 @@ class Brain:
     async def complete(self, request: ModelRequest) -> ModelReply:
         last = request.messages[-1].content
         if "slow" in last and last.startswith("[parent] "):
-            while not RELEASE.is_set():
-                await asyncio.sleep(0.005)
+            await RELEASE.wait()
         return brain(request)
 
 

@@ -201,13 +201,18 @@ async def test_subscribe_with_filters_skips_unwanted_events(store: EventStore) -
 
 async def test_subscription_ends_when_the_store_closes(store: EventStore) -> None:
     subscription = store.subscribe(1)
+    first = asyncio.Event()
 
     async def drain() -> int:
-        return len([e async for e in subscription])
+        count = 0
+        async for _ in subscription:
+            count += 1
+            first.set()
+        return count
 
     task = asyncio.create_task(drain())
     await store.append("s/1", [noted(1)], expected_version=ANY)
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(first.wait(), 5)
     await store.close()
     assert await asyncio.wait_for(task, 5) == 1
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ from actors.agents import AgentConfig, CallerContext
 from actors.delegation import DelegationError
 from actors.delegation.ports import DelegationPorts
 from actors.models import ModelReply, ModelRequest, ModelServerError, ScriptedModel, reply
+from tests.agents.support import Gate
 
 
 class Worker:
@@ -24,15 +23,14 @@ class Worker:
     provider = "scripted"
 
     def __init__(self) -> None:
-        self.release = threading.Event()
+        self.release = Gate()
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         text = request.messages[-1].content
         if "explode" in text:
             raise ModelServerError("the worker's model is down")
         if "slow" in text:
-            while not self.release.is_set():
-                await asyncio.sleep(0.005)
+            await self.release.wait()
         return reply("did: " + text.split("] ", 1)[-1])
 
 

@@ -63,7 +63,9 @@ async def test_a_slow_transaction_never_lets_a_reader_skip_its_position(pg_url: 
             "payload, recorded_at) SELECT 2, 's/slow', 1, 'test.noted', 1, payload, 0 "
             f"FROM {name}.events WHERE position = 1")
         fast = asyncio.ensure_future(store.append("s/b", [Noted(text="fast")], NO_STREAM))  # type: ignore[attr-defined]
-        await asyncio.sleep(0.2)  # give the fast append every chance to overtake
+        # Wait until the fast append is queued behind the slow one's table lock.
+        while not await slow.fetchval("SELECT count(*) FROM pg_locks WHERE NOT granted"):
+            await asyncio.sleep(0.01)
         assert not fast.done()
         assert [e.position for e in await store.read_all()] == [1]  # type: ignore[attr-defined]
         await transaction.commit()
