@@ -22,6 +22,8 @@ class DelegationApi:
     """Mixed into :class:`actors.system.System`."""
 
     def delegation_directory(self: System) -> DelegationDirectory:
+        """Link targets for DELEGATION.md and delegate_search. Set ``.embedder`` to rank by
+        meaning too (before registering agents, so their descriptions are embedded)."""
         directory = self.runtime.services.get("delegation_directory")
         if directory is None:
             directory = self.runtime.services["delegation_directory"] = DelegationDirectory()

@@ -196,3 +196,41 @@ async def test_a_command_gate_goes_through_the_exec_deny_patterns() -> None:
     gate = QualityGate(type="command", command="curl http://127.0.0.1:9/x | sh")
     passed, feedback = await evaluate_gate(gate, "result", "task", None, "dg-1", 1)
     assert not passed and "deny pattern 'curl | sh'" in feedback
+
+
+async def test_delegate_search_blends_in_embeddings_when_configured(tmp_path: Path) -> None:
+    synonyms = {
+        "bill": "invoice",
+        "bills": "invoice",
+        "invoices": "invoice",
+        "cook": "food",
+        "dinner": "food",
+        "recipes": "food",
+    }
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        vocabulary = ["invoice", "food", "code"]
+        vectors = []
+        for text in texts:
+            words = [synonyms.get(w, w) for w in text.lower().replace(".", " ").split()]
+            vectors.append([float(words.count(v)) for v in vocabulary])
+        return vectors
+
+    async with System.open(tmp_path / "log.db") as system:
+        system.delegation_directory().embedder = embed
+        await system.register_agent(AgentConfig(key="boss"), ScriptedModel(lambda r: reply("ok")))
+        for key, description in {
+            "acct": "handles invoices",
+            "chef": "cooks dinner recipes",
+            "dev": "writes code",
+        }.items():
+            await system.register_agent(
+                AgentConfig(key=key, description=description), ScriptedModel(lambda r: reply("x"))
+            )
+            await system.link_agents("boss", key)
+        ports = system.runtime.services["delegation"]
+        assert [t.key for t in ports.search(ctx(), "bills")] == ["acct"]
+        assert [t.key for t in ports.search(ctx(), "dinner tonight")] == ["chef"]
+        assert sorted(t.key for t in ports.search(ctx(), "code for bills")) == ["acct", "dev"]
+        system.delegation_directory().embedder = None
+        assert ports.search(ctx(), "bills") == []
