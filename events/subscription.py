@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from .envelope import RecordedEvent
-from .errors import StoreUnavailable
+from .errors import StoreClosed, StoreUnavailable
 
 if TYPE_CHECKING:
     from .store import EventStore
@@ -70,6 +70,8 @@ class Subscription:
         try:
             await self._fill()
             self._failures = 0
+        except StoreClosed as exc:  # closed while we were reading: the subscription ends
+            raise StopAsyncIteration from exc
         except StoreUnavailable as exc:
             self._failures += 1
             delay = min(0.1 * 2 ** min(self._failures, 6), 5.0)
