@@ -9,7 +9,6 @@ import msgspec
 from .base import ChatMessage, ModelReply, ModelRequest, ToolCall, Usage
 from .errors import MalformedReply
 from .http import HttpProvider
-from .retry import RetryPolicy, with_retries
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicModel"]
 
@@ -18,24 +17,14 @@ ANTHROPIC_VERSION = "2023-06-01"
 
 class AnthropicModel(HttpProvider):
     provider = "anthropic"
+    default_base_url = "https://api.anthropic.com"
+    path = "/v1/messages"
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        api_key: str,
-        base_url: str = "https://api.anthropic.com",
-        retry: RetryPolicy | None = None,
-        **options: Any,
-    ) -> None:
-        super().__init__(model=model, api_key=api_key, base_url=base_url, **options)
-        self.retry = retry or RetryPolicy()
+    def _headers(self) -> dict[str, str]:
+        return {"x-api-key": self._api_key, "anthropic-version": ANTHROPIC_VERSION}
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        body = request_body(request)
-        headers = {"x-api-key": self._api_key, "anthropic-version": ANTHROPIC_VERSION}
-        data = await with_retries(lambda: self._post("/v1/messages", body, headers), self.retry)
-        return parse_reply(data)
+        return parse_reply(await self._call(request_body(request)))
 
 
 def request_body(request: ModelRequest) -> dict[str, Any]:

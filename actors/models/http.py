@@ -18,21 +18,26 @@ from .errors import (
     ModelTimeout,
     ModelUnavailable,
 )
+from .retry import RetryPolicy, with_retries
 
 __all__ = ["HttpProvider"]
 
 
 class HttpProvider:
-    """Base of the OpenAI-compatible and Anthropic clients."""
+    """Base of the OpenAI-compatible and Anthropic clients: subclasses name their
+    endpoint, headers, and request/reply mapping."""
 
     provider = "http"
+    default_base_url = ""
+    path = ""
 
     def __init__(
         self,
         *,
         model: str,
         api_key: str,
-        base_url: str,
+        base_url: str | None = None,
+        retry: RetryPolicy | None = None,
         timeout_s: float = 60.0,
         headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
@@ -41,8 +46,9 @@ class HttpProvider:
             raise ValueError("a model name is required")
         self._model = model
         self._api_key = api_key
+        self.retry = retry or RetryPolicy()
         self._client = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"),
+            base_url=(base_url or self.default_base_url).rstrip("/"),
             timeout=httpx.Timeout(timeout_s),
             headers=dict(headers or {}),
             transport=transport,
@@ -63,6 +69,14 @@ class HttpProvider:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+    def _headers(self) -> dict[str, str]:
+        return {}
+
+    async def _call(self, body: dict[str, Any]) -> Any:
+        """POST ``body`` to the provider's endpoint, retrying per ``self.retry``."""
+        headers = self._headers()
+        return await with_retries(lambda: self._post(self.path, body, headers), self.retry)
 
     async def _post(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
         """POST JSON; return the decoded body or raise the mapped ModelError."""

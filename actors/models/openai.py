@@ -9,33 +9,20 @@ import msgspec
 from .base import ChatMessage, ModelReply, ModelRequest, ToolCall, Usage
 from .errors import MalformedReply
 from .http import HttpProvider
-from .retry import RetryPolicy, with_retries
 
 __all__ = ["OpenAIChatModel"]
 
 
 class OpenAIChatModel(HttpProvider):
     provider = "openai"
+    default_base_url = "https://api.openai.com/v1"
+    path = "/chat/completions"
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        api_key: str,
-        base_url: str = "https://api.openai.com/v1",
-        retry: RetryPolicy | None = None,
-        **options: Any,
-    ) -> None:
-        super().__init__(model=model, api_key=api_key, base_url=base_url, **options)
-        self.retry = retry or RetryPolicy()
+    def _headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self._api_key}"}
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        body = request_body(request)
-        headers = {"authorization": f"Bearer {self._api_key}"}
-        data = await with_retries(
-            lambda: self._post("/chat/completions", body, headers), self.retry
-        )
-        return parse_reply(data)
+        return parse_reply(await self._call(request_body(request)))
 
 
 def request_body(request: ModelRequest) -> dict[str, Any]:
