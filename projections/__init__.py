@@ -2,10 +2,20 @@
 
 from .base import Projection
 from .errors import NotCaughtUp, ProjectionError, ProjectionFailed
+from .models.boards_routes import HandoffRoutes, TaskBoards
+from .models.delegations import Delegations, SubagentTasks, overdue_delegations
 from .models.session_history import SessionHistory, SessionHistoryReader
+from .models.tool_audit import ToolAudit, ToolAuditReader
+from .rebuild import rebuild
 from .runner import ProjectionRunner, ProjectionStatus
 
+#: Every read model clawlog ships, in the order the CLI lists them.
+ALL_PROJECTIONS = (SessionHistory, ToolAudit, TaskBoards, HandoffRoutes, Delegations, SubagentTasks)
+
 __all__ = [
+    "ALL_PROJECTIONS",
+    "Delegations",
+    "HandoffRoutes",
     "NotCaughtUp",
     "Projection",
     "ProjectionError",
@@ -14,4 +24,10 @@ __all__ = [
     "ProjectionStatus",
     "SessionHistory",
     "SessionHistoryReader",
+    "SubagentTasks",
+    "TaskBoards",
+    "ToolAudit",
+    "ToolAuditReader",
+    "overdue_delegations",
+    "rebuild",
 ]

@@ -46,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     delegations.add_argument(
         "--overdue", action="store_true", help="only those past their deadline without an outcome"
     )
+    rebuild = reader("rebuild", "rebuild every read model from position 1 (atomic swap)")
+    rebuild.add_argument("--views", help="read-model file (default: <log>.views.db)")
     audit = reader("audit", "tool calls: refusals, approvals and outcomes")
     audit.add_argument("--tool")
     audit.add_argument("--refused", action="store_true")
@@ -79,6 +81,21 @@ async def _run(args: argparse.Namespace) -> None:
                 await readers.routes(store, as_json=args.json)
             case "delegations":
                 await readers.delegations(store, overdue=args.overdue, as_json=args.json)
+            case "rebuild":
+                from pathlib import Path
+
+                from projections import ALL_PROJECTIONS, rebuild
+
+                views = args.views or str(Path(args.db).with_suffix(".views.db"))
+                head = await rebuild(
+                    store, views, [p() for p in ALL_PROJECTIONS], show_progress=not args.json
+                )
+                if args.json:
+                    from .render import emit_json
+
+                    emit_json({"views": views, "position": head})
+                else:
+                    print(f"rebuilt {views} up to position {head}")
             case "audit":
                 await readers.audit(store, tool=args.tool, refused=args.refused, as_json=args.json)
 

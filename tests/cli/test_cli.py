@@ -48,6 +48,8 @@ def test_demo_runs_and_continues_the_same_log(tmp_path: Path) -> None:
     assert len(audit) == 2 and all(r["step"] == "approval" for r in audit)
     assert "deny pattern 'rm -rf'" in audit[0]["reason"]
     assert json.loads(clawlog("delegations", "--db", db, "--json").stdout) == []
+    rebuilt = json.loads(clawlog("rebuild", "--db", db, "--json").stdout)
+    assert rebuilt["position"] > 300 and Path(rebuilt["views"]).exists()
     tail = clawlog("tail", "--db", db, "-n", "5", "--json")
     assert (
         len(tail.stdout.splitlines()) == 5 and json.loads(tail.stdout.splitlines()[-1])["position"]

@@ -1,0 +1,136 @@
+"""Delegations and subagent tasks: each one's lifecycle; overdue ones visible."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any, ClassVar
+
+from events import RecordedEvent
+
+__all__ = ["Delegations", "SubagentTasks", "overdue_delegations"]
+
+
+class Delegations:
+    name: ClassVar[str] = "delegations"
+    version: ClassVar[int] = 1
+    table_names = ("delegations",)
+    tables = (
+        """CREATE TABLE IF NOT EXISTS delegations (
+        delegation_id TEXT PRIMARY KEY, source TEXT NOT NULL, target TEXT NOT NULL,
+        mode TEXT, task TEXT, status TEXT NOT NULL, reason TEXT, attempts INTEGER DEFAULT 1,
+        requested_at REAL, deadline_at REAL, finished_at REAL, announced INTEGER DEFAULT 0)""",
+    )
+    types: ClassVar[tuple[str, ...]] = (
+        "delegation.requested",
+        "delegation.completed",
+        "delegation.failed",
+        "delegation.cancelled",
+        "delegation.retried",
+        "delegation.announced",
+    )
+
+    def handle(self, conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
+        event: Any = recorded.event
+        match recorded.type:
+            case "delegation.requested":
+                conn.execute(
+                    "INSERT OR REPLACE INTO delegations (delegation_id, source, target, "
+                    "mode, task, status, requested_at, deadline_at) VALUES "
+                    "(?, ?, ?, ?, ?, 'running', ?, ?)",
+                    (
+                        event.delegation_id,
+                        event.source,
+                        event.target,
+                        event.mode,
+                        event.task,
+                        event.at,
+                        event.at + event.deadline_s,
+                    ),
+                )
+            case "delegation.completed":
+                self._finish(conn, event.delegation_id, "completed", "", event.at)
+            case "delegation.failed":
+                self._finish(conn, event.delegation_id, "failed", event.reason, event.at)
+            case "delegation.cancelled":
+                self._finish(conn, event.delegation_id, "cancelled", "cancelled", event.at)
+            case "delegation.retried":
+                conn.execute(
+                    "UPDATE delegations SET attempts = ? WHERE delegation_id = ?",
+                    (event.attempt, event.delegation_id),
+                )
+            case "delegation.announced":
+                conn.execute(
+                    "UPDATE delegations SET announced = 1 WHERE delegation_id = ?",
+                    (event.delegation_id,),
+                )
+
+    @staticmethod
+    def _finish(
+        conn: sqlite3.Connection, delegation_id: str, status: str, reason: str, at: float
+    ) -> None:
+        conn.execute(
+            "UPDATE delegations SET status = ?, reason = ?, finished_at = ? WHERE "
+            "delegation_id = ?",
+            (status, reason, at, delegation_id),
+        )
+
+
+def overdue_delegations(conn: sqlite3.Connection, now: float | None = None) -> list[str]:
+    """Ids of delegations still running after their deadline."""
+    now = time.time() if now is None else now
+    return [
+        row[0]
+        for row in conn.execute(
+            "SELECT delegation_id FROM delegations WHERE status = 'running' AND deadline_at < ? "
+            "ORDER BY requested_at",
+            (now,),
+        )
+    ]
+
+
+class SubagentTasks:
+    name: ClassVar[str] = "subagent_tasks"
+    version: ClassVar[int] = 1
+    table_names = ("subagent_tasks",)
+    tables = (
+        """CREATE TABLE IF NOT EXISTS subagent_tasks (
+        task_id TEXT PRIMARY KEY, agent TEXT NOT NULL, parent_session TEXT, task TEXT,
+        label TEXT, depth INTEGER, mode TEXT, status TEXT NOT NULL, result TEXT, error TEXT,
+        created_at REAL, finished_at REAL, archived INTEGER DEFAULT 0)""",
+    )
+    types: ClassVar[tuple[str, ...]] = (
+        "subagent.spawned",
+        "subagent.finished",
+        "subagent.archived",
+    )
+
+    def handle(self, conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
+        event: Any = recorded.event
+        match recorded.type:
+            case "subagent.spawned":
+                conn.execute(
+                    "INSERT OR REPLACE INTO subagent_tasks (task_id, agent, "
+                    "parent_session, task, label, depth, mode, status, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+                    (
+                        event.task_id,
+                        recorded.stream.removeprefix("agent/"),
+                        event.parent_session,
+                        event.task,
+                        event.label,
+                        event.depth,
+                        event.mode,
+                        event.at,
+                    ),
+                )
+            case "subagent.finished":
+                conn.execute(
+                    "UPDATE subagent_tasks SET status = ?, result = ?, error = ?, "
+                    "finished_at = ? WHERE task_id = ?",
+                    (event.status, event.result, event.error, event.at, event.task_id),
+                )
+            case "subagent.archived":
+                conn.execute(
+                    "UPDATE subagent_tasks SET archived = 1 WHERE task_id = ?", (event.task_id,)
+                )
