@@ -189,6 +189,13 @@ class ProjectionRunner:
         wanted = set(projection.types) if projection.types is not None else None
         todo = [e for e in batch if e.position > done and (wanted is None or e.type in wanted)]
         self._db.execute(f"SAVEPOINT p_{projection.name}")
+        batch_handler = getattr(projection, "handle_batch", None)
+        if batch_handler is not None:
+            try:
+                batch_handler(self._db, todo)
+                todo = []  # all applied; on failure fall back to one by one to find it
+            except Exception:
+                self._db.execute(f"ROLLBACK TO p_{projection.name}")
         for index, event in enumerate(todo):
             try:
                 projection.handle(self._db, event)

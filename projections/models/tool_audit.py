@@ -9,10 +9,25 @@ from events import RecordedEvent
 
 __all__ = ["ToolAudit", "ToolAuditReader"]
 
-_UPSERT = """INSERT INTO tool_audit (stream, turn_id, call_id, tool, agent, status, requested_at,
-    position) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-    ON CONFLICT (stream, turn_id, call_id) DO UPDATE SET status = excluded.status,
-    position = excluded.position"""
+_COLUMNS = ("step", "reason", "error_kind", "approval", "approved_by", "duration_ms")
+#: One statement per event: insert the call, or move its status and fill what it adds.
+_UPSERT = (
+    "INSERT INTO tool_audit (stream, turn_id, call_id, tool, agent, status, requested_at, "
+    "position, step, reason, error_kind, approval, approved_by, duration_ms) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (stream, turn_id, call_id) DO UPDATE SET status = excluded.status, "
+    "position = excluded.position, "
+    + ", ".join(f"{c} = coalesce(excluded.{c}, tool_audit.{c})" for c in _COLUMNS)
+)
+_STATUS = {
+    "tool.call_requested": "requested",
+    "tool.call_refused": "refused",
+    "tool.approval_requested": "awaiting_approval",
+    "tool.approval_decided": "approval_decided",
+    "tool.call_started": "running",
+    "tool.call_completed": "completed",
+    "tool.call_failed": "failed",
+}
 
 
 class ToolAudit:
@@ -38,52 +53,39 @@ class ToolAudit:
     )
 
     def handle(self, conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-        event: Any = recorded.event
-        key = (recorded.stream, recorded.correlation_id or "", event.call_id)
-        status = {
-            "tool.call_requested": "requested",
-            "tool.call_refused": "refused",
-            "tool.approval_requested": "awaiting_approval",
-            "tool.approval_decided": "approval_decided",
-            "tool.call_started": "running",
-            "tool.call_completed": "completed",
-            "tool.call_failed": "failed",
-        }[recorded.type]
-        conn.execute(
-            _UPSERT,
-            (
-                *key,
-                event.tool,
-                getattr(event, "agent", ""),
-                status,
-                recorded.recorded_at,
-                recorded.position,
-            ),
-        )
-        match recorded.type:
-            case "tool.call_refused":
-                self._set(
-                    conn, key, step=event.step, reason=event.reason, error_kind=event.error_kind
-                )
-            case "tool.approval_decided":
-                self._set(conn, key, approval=event.decision, approved_by=event.by)
-            case "tool.call_completed":
-                self._set(conn, key, duration_ms=event.duration_ms)
-            case "tool.call_failed":
-                self._set(
-                    conn,
-                    key,
-                    reason=event.message[:500],
-                    error_kind=event.error_kind,
-                    duration_ms=event.duration_ms,
-                )
+        conn.execute(_UPSERT, self._row(recorded))
+
+    def handle_batch(self, conn: sqlite3.Connection, events: list[RecordedEvent]) -> None:
+        """The same upserts as ``handle``, in order, with one executemany."""
+        conn.executemany(_UPSERT, map(self._row, events))
 
     @staticmethod
-    def _set(conn: sqlite3.Connection, key: tuple[str, str, str], **values: Any) -> None:
-        columns = ", ".join(f"{name} = ?" for name in values)
-        conn.execute(
-            f"UPDATE tool_audit SET {columns} WHERE stream = ? AND turn_id = ? AND call_id = ?",
-            (*values.values(), *key),
+    def _row(recorded: RecordedEvent) -> tuple[Any, ...]:
+        event: Any = recorded.event
+        extra: dict[str, Any] = {}
+        match recorded.type:
+            case "tool.call_refused":
+                extra = {"step": event.step, "reason": event.reason, "error_kind": event.error_kind}
+            case "tool.approval_decided":
+                extra = {"approval": event.decision, "approved_by": event.by}
+            case "tool.call_completed":
+                extra = {"duration_ms": event.duration_ms}
+            case "tool.call_failed":
+                extra = {
+                    "reason": event.message[:500],
+                    "error_kind": event.error_kind,
+                    "duration_ms": event.duration_ms,
+                }
+        return (
+            recorded.stream,
+            recorded.correlation_id or "",
+            event.call_id,
+            event.tool,
+            getattr(event, "agent", ""),
+            _STATUS[recorded.type],
+            recorded.recorded_at,
+            recorded.position,
+            *(extra.get(c) for c in _COLUMNS),
         )
 
 
