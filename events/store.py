@@ -30,6 +30,9 @@ __all__ = [
 S = TypeVar("S")
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 _MAX_EVENTS_PER_APPEND = 10_000
+_MAX_REMEMBERED_STREAMS = 100_000
+_NO_METADATA = EventMetadata()
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, TypeError, ValueError)
 _STREAM_NAME = re.compile(r"[A-Za-z0-9_.:@+=#~,>-]+(?:/[A-Za-z0-9_.:@+=#~,>-]+)*")
 _log = structlog.get_logger("clawlog.events")
 
@@ -79,6 +82,7 @@ class EventStore:
         self.max_payload_bytes = max_payload_bytes
         self._closed = False
         self._snapshot_encoder = msgspec.msgpack.Encoder()
+        self._valid_streams: set[str] = set()
 
     async def __aenter__(self) -> EventStore:
         return self
@@ -112,29 +116,33 @@ class EventStore:
         Raises :class:`VersionConflict` if the stream is not at ``expected_version``,
         :class:`InvalidAppend` (nothing written) for bad input.
         """
-        self._check_open()
-        validate_stream(stream)
-        if isinstance(events, Event) or not isinstance(events, Sequence):
-            raise InvalidAppend("events must be a list of Event instances")
-        if not events:
-            raise InvalidAppend(f"nothing to append to {stream!r}: the list of events is empty")
-        if len(events) > _MAX_EVENTS_PER_APPEND:
-            raise InvalidAppend(
-                f"{len(events)} events in one append; at most {_MAX_EVENTS_PER_APPEND}"
-            )
+        if self._closed:
+            raise StoreClosed("the event store is closed")
+        if type(stream) is not str or stream not in self._valid_streams:
+            self._remember_stream(stream)
+        if type(events) is not list or not 0 < len(events) <= _MAX_EVENTS_PER_APPEND:
+            _check_events(stream, events)
         if type(expected_version) is not int or expected_version < ANY:
             raise InvalidAppend(
                 f"expected_version must be an int >= {NO_STREAM} or ANY ({ANY}), "
                 f"not {expected_version!r}"
             )
-        meta = metadata if metadata is not None else EventMetadata()
-        if not isinstance(meta, EventMetadata):
+        if metadata is None:
+            metadata = _NO_METADATA
+        elif not isinstance(metadata, EventMetadata):
             raise InvalidAppend("metadata must be an events.EventMetadata")
         records = [self._encode(stream, event) for event in events]
-        stored = await self.backend.append(stream, records, expected_version, meta)
+        stored = await self.backend.append(stream, records, expected_version, metadata)
         if stored and stored[0].payload is records[0].payload:  # fresh: reuse the objects
             return [_envelope(r, e) for r, e in zip(stored, events, strict=True)]
-        return [self._decode(r) for r in stored]
+        return self._decode_all(stored)
+
+    def _remember_stream(self, stream: object) -> None:
+        """Validate a stream name once; appends to known streams skip the pattern match."""
+        validate_stream(stream)
+        if len(self._valid_streams) >= _MAX_REMEMBERED_STREAMS:
+            self._valid_streams.clear()
+        self._valid_streams.add(stream)  # type: ignore[arg-type]
 
     def _encode(self, stream: str, event: object) -> NewRecord:
         if not isinstance(event, Event):
@@ -157,7 +165,7 @@ class EventStore:
         self._check_open()
         validate_stream(stream)
         rows = await self.backend.read_stream(stream, from_version, limit)
-        return [self._decode(r) for r in rows]
+        return self._decode_all(rows)
 
     async def read_all(
         self,
@@ -172,7 +180,7 @@ class EventStore:
         if limit < 1:
             raise ValueError("limit must be at least 1")
         rows = await self.backend.read_all(from_position, limit, stream_prefix, _types(types))
-        return [self._decode(r) for r in rows]
+        return self._decode_all(rows)
 
     def subscribe(
         self,
@@ -233,10 +241,17 @@ class EventStore:
         )
 
     # -- helpers ------------------------------------------------------------------------
+    def _decode_all(self, rows: list[StoredRecord]) -> list[RecordedEvent]:
+        decode = self.registry.decode
+        try:
+            return [_envelope(r, decode(r.type, r.schema_version, r.payload)) for r in rows]
+        except _DECODE_ERRORS:
+            return [self._decode(r) for r in rows]  # raises CorruptEvent for the bad row
+
     def _decode(self, row: StoredRecord) -> RecordedEvent:
         try:
             event = self.registry.decode(row.type, row.schema_version, row.payload)
-        except (msgspec.DecodeError, msgspec.ValidationError, TypeError, ValueError) as exc:
+        except _DECODE_ERRORS as exc:
             raise CorruptEvent(row.position, row.stream, row.type, str(exc)) from exc
         return _envelope(row, event)
 
@@ -259,6 +274,16 @@ def _envelope(row: StoredRecord, event: Any) -> RecordedEvent:
         idempotency_key=row.idempotency_key,
         schema_version=row.schema_version,
     )
+
+
+def _check_events(stream: str, events: object) -> None:
+    """Refuse anything but a non-empty sequence of at most ``_MAX_EVENTS_PER_APPEND``."""
+    if isinstance(events, Event) or not isinstance(events, Sequence):
+        raise InvalidAppend("events must be a list of Event instances")
+    if not events:
+        raise InvalidAppend(f"nothing to append to {stream!r}: the list of events is empty")
+    if len(events) > _MAX_EVENTS_PER_APPEND:
+        raise InvalidAppend(f"{len(events)} events in one append; at most {_MAX_EVENTS_PER_APPEND}")
 
 
 def _types(types: Sequence[str] | None) -> list[str] | None:

@@ -2,15 +2,21 @@
 
     python3 scripts/bench_store.py [--quick] [--pg URL]
 
-1. the physical limit: stdlib sqlite3 appending the same rows (same schema shape),
-   one transaction for all, and group commits of 100 rows, WAL, synchronous=FULL;
-2. clawlog's SQLite append with 1, 10 and 100 concurrent producers over 1000 streams at
-   FULL (events/s, p50 and p99 latency of one append);
-3. the peer: the ``eventsourcing`` library's SQLite recorder, one event per
-   ``insert_events`` and 1000 per call;
+1. the physical limit: stdlib sqlite3 appending the same rows (same schema shape:
+   position PK, stream, version, type, payload, UNIQUE (stream, version)) in one
+   transaction for all, in group commits of 100 rows, and one row per commit; WAL,
+   synchronous=FULL;
+2. clawlog's SQLite append (``open_store(path)``) with 1, 10 and 100 concurrent producers
+   over 1000 streams at FULL: events/s, p50 and p99 latency of one append;
+3. the peer: the ``eventsourcing`` library's SQLite recorder (WAL, SQLite's default FULL),
+   one event per ``insert_events`` and 1000 per call;
 4. ``read_all`` + decode against a raw stdlib read + msgspec decode of the same rows.
 
-Prints a table and ends with ``RATIOS key=value ...``.
+Every contender writes the same rows (the same payload bytes, streams and versions) into
+its own fresh file in the same directory. The full run repeats each measurement three
+times, round-robin, and reports the median. ``--pg URL`` (or CLAWLOG_BENCH_DATABASE_URL)
+adds the PostgreSQL section from ``bench_store_pg.py``. Prints a table and ends with
+``RATIOS key=value ...``.
 """
 
 from __future__ import annotations
@@ -19,11 +25,11 @@ import argparse
 import asyncio
 import os
 import sqlite3
-import statistics
 import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +43,7 @@ from events import ANY, Event, EventRegistry, open_store
 from events.backends.sqlite import SqliteBackend
 
 STREAMS = 1000
+READ_PAGE = 5000
 
 
 class Measured(Event, tag="bench.measured"):
@@ -45,13 +52,26 @@ class Measured(Event, tag="bench.measured"):
     note: str = "steady"
 
 
+def event(i: int) -> Measured:
+    """The ``i``-th event of every contender: row ``i`` goes to stream ``i % STREAMS``."""
+    return Measured(sensor=f"s{i % 97}", value=i * 0.5)
+
+
 def payloads(n: int) -> list[bytes]:
     encoder = msgspec.msgpack.Encoder()
-    return [encoder.encode(Measured(sensor=f"s{i % 97}", value=i * 0.5)) for i in range(n)]
+    return [encoder.encode(event(i)) for i in range(n)]
+
+
+class Rate(msgspec.Struct):
+    """One measurement: events per second, and per-append latency where it applies."""
+
+    per_s: float
+    p50_us: float | None = None
+    p99_us: float | None = None
 
 
 # -- 1. the physical limit ------------------------------------------------------------
-def raw_sqlite(path: Path, n: int, batch: int | None) -> float:
+def raw_sqlite(path: Path, n: int, batch: int | None) -> Rate:
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
@@ -61,32 +81,32 @@ def raw_sqlite(path: Path, n: int, batch: int | None) -> float:
         "NOT NULL, recorded_at REAL NOT NULL, UNIQUE (stream, version))"
     )
     data = payloads(n)
-    rows = [(i + 1, f"stream-{i % STREAMS}", i // STREAMS + 1, "bench.measured", 1, data[i],
-             time.time()) for i in range(n)]
+    now = time.time()
+    rows = [
+        (i + 1, f"stream-{i % STREAMS}", i // STREAMS + 1, "bench.measured", 1, data[i], now)
+        for i in range(n)
+    ]
     size = batch or n
     started = time.perf_counter()
     for start in range(0, n, size):
         conn.execute("BEGIN")
-        conn.executemany("INSERT INTO events VALUES (?,?,?,?,?,?,?)", rows[start:start + size])
+        conn.executemany("INSERT INTO events VALUES (?,?,?,?,?,?,?)", rows[start : start + size])
         conn.execute("COMMIT")
     elapsed = time.perf_counter() - started
     conn.close()
-    return n / elapsed
+    return Rate(n / elapsed)
 
 
 # -- 2. clawlog -----------------------------------------------------------------------
-async def clawlog_append(path: Path, n: int, producers: int) -> tuple[float, float, float]:
-    registry = EventRegistry([Measured])
-    store = await open_store(SqliteBackend(path), registry=registry)
-    latencies: list[float] = []
+async def clawlog_append(path: Path, n: int, producers: int) -> Rate:
+    store = await open_store(path, registry=EventRegistry([Measured]))
     per_producer = n // producers
+    latencies: list[float] = []
 
     async def producer(k: int) -> None:
-        for i in range(per_producer):
-            stream = f"stream-{(k * per_producer + i) % STREAMS}"
-            event = Measured(sensor=f"s{i % 97}", value=i * 0.5)
+        for g in range(k * per_producer, (k + 1) * per_producer):
             started = time.perf_counter()
-            await store.append(stream, [event], expected_version=ANY)
+            await store.append(f"stream-{g % STREAMS}", [event(g)], expected_version=ANY)
             latencies.append(time.perf_counter() - started)
 
     started = time.perf_counter()
@@ -94,13 +114,15 @@ async def clawlog_append(path: Path, n: int, producers: int) -> tuple[float, flo
     elapsed = time.perf_counter() - started
     await store.close()
     latencies.sort()
-    p50 = statistics.median(latencies) * 1e6
-    p99 = latencies[int(len(latencies) * 0.99) - 1] * 1e6
-    return per_producer * producers / elapsed, p50, p99
+    return Rate(
+        len(latencies) / elapsed,
+        latencies[len(latencies) // 2] * 1e6,
+        latencies[int(len(latencies) * 0.99) - 1] * 1e6,
+    )
 
 
 # -- 3. the peer ----------------------------------------------------------------------
-def eventsourcing_sqlite(path: Path, n: int, per_save: int) -> float:
+def eventsourcing_sqlite(path: Path, n: int, per_save: int) -> Rate:
     from eventsourcing.persistence import StoredEvent
     from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
 
@@ -109,111 +131,156 @@ def eventsourcing_sqlite(path: Path, n: int, per_save: int) -> float:
     recorder.create_table()
     data = payloads(n)
     ids = [uuid.uuid4() for _ in range(STREAMS)]
-    events = [StoredEvent(originator_id=ids[i % STREAMS], originator_version=i // STREAMS + 1,
-                          topic="bench:Measured", state=data[i]) for i in range(n)]
+    events = [
+        StoredEvent(
+            originator_id=ids[i % STREAMS],
+            originator_version=i // STREAMS + 1,
+            topic="bench:Measured",
+            state=data[i],
+        )
+        for i in range(n)
+    ]
     started = time.perf_counter()
     for start in range(0, n, per_save):
-        recorder.insert_events(events[start:start + per_save])
+        recorder.insert_events(events[start : start + per_save])
     elapsed = time.perf_counter() - started
     datastore.close()
-    return n / elapsed
+    return Rate(n / elapsed)
 
 
 # -- 4. reading -----------------------------------------------------------------------
-async def read_both(path: Path) -> tuple[float, float, int]:
+def raw_read(path: Path) -> Rate:
     decoder = msgspec.msgpack.Decoder(Measured)
     conn = sqlite3.connect(path)
     started = time.perf_counter()
-    count = 0
-    position = 0
-    while True:
-        rows = conn.execute(
-            "SELECT position, stream, version, type, schema_version, payload, recorded_at "
-            "FROM events WHERE position > ? ORDER BY position LIMIT 5000", (position,)
-        ).fetchall()
-        if not rows:
-            break
+    count = position = 0
+    while rows := conn.execute(
+        "SELECT position, stream, version, type, schema_version, payload, recorded_at "
+        "FROM events WHERE position > ? ORDER BY position LIMIT ?",
+        (position, READ_PAGE),
+    ).fetchall():
         for row in rows:
             decoder.decode(row[5])
         count += len(rows)
         position = rows[-1][0]
-    raw = count / (time.perf_counter() - started)
+    elapsed = time.perf_counter() - started
     conn.close()
-    store = await open_store(SqliteBackend(path, read_only=True),
-                             registry=EventRegistry([Measured]))
+    return Rate(count / elapsed)
+
+
+async def clawlog_read(path: Path) -> Rate:
+    store = await open_store(
+        SqliteBackend(path, read_only=True), registry=EventRegistry([Measured])
+    )
     started = time.perf_counter()
-    seen = 0
-    position = 1
-    while True:
-        page = await store.read_all(position, 5000)
-        if not page:
-            break
-        seen += len(page)
+    count, position = 0, 1
+    while page := await store.read_all(position, READ_PAGE):
+        count += len(page)
         position = page[-1].position + 1
-    ours = seen / (time.perf_counter() - started)
+    elapsed = time.perf_counter() - started
     await store.close()
-    return ours, raw, seen
+    return Rate(count / elapsed)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="smaller counts (< 60 s)")
-    parser.add_argument("--pg", default=os.environ.get("CLAWLOG_BENCH_DATABASE_URL"),
-                        help="also run the PostgreSQL section against this URL")
-    args = parser.parse_args()
-    n = 20_000 if args.quick else 100_000
-    single = 2_000 if args.quick else 5_000
-    results: dict[str, Any] = {}
+# -- the run --------------------------------------------------------------------------
+def measurements(n: int, single: int) -> dict[str, Callable[[Path], Rate]]:
+    """Each contender, as a function of a fresh directory (the read pair of the file
+    that the 100-producer run wrote, kept in the run's root)."""
+    return {
+        "raw_one_tx": lambda d: raw_sqlite(d / "raw.db", n, None),
+        "raw_group100": lambda d: raw_sqlite(d / "raw.db", n, 100),
+        "raw_single": lambda d: raw_sqlite(d / "raw.db", single, 1),
+        "claw1": lambda d: asyncio.run(clawlog_append(d / "claw.db", single, 1)),
+        "claw10": lambda d: asyncio.run(clawlog_append(d / "claw.db", n // 2, 10)),
+        "claw100": lambda d: asyncio.run(clawlog_append(d / "claw.db", n, 100)),
+        "es_single": lambda d: eventsourcing_sqlite(d / "es.db", single, 1),
+        "es_batch": lambda d: eventsourcing_sqlite(d / "es.db", n, 1000),
+    }
+
+
+def run(n: int, single: int, rounds: int) -> dict[str, Rate]:
+    samples: dict[str, list[Rate]] = {}
     with tempfile.TemporaryDirectory(dir=Path(__file__).resolve().parents[1]) as tmp:
         root = Path(tmp)
-        results["raw_one_tx"] = raw_sqlite(root / "raw1.db", n, None)
-        results["raw_group100"] = raw_sqlite(root / "raw100.db", n, 100)
-        results["es_single"] = eventsourcing_sqlite(root / "es1.db", single, 1)
-        results["es_batch"] = eventsourcing_sqlite(root / "es1000.db", n, 1000)
-        for producers, count in ((1, single), (10, n // 2), (100, n)):
-            rate, p50, p99 = asyncio.run(
-                clawlog_append(root / f"claw{producers}.db", count, producers))
-            results[f"claw{producers}"] = (rate, p50, p99)
-        ours, raw, seen = asyncio.run(read_both(root / "claw100.db"))
-        results["read"] = (ours, raw, seen)
-        pg: dict[str, float] = {}
-        if args.pg:
-            from bench_store_pg import run_pg_section  # type: ignore[import-not-found]
-
-            pg = asyncio.run(run_pg_section(args.pg, args.quick))
-    report(results, pg, n)
+        for round_ in range(rounds):
+            for name, measure in measurements(n, single).items():
+                directory = root / f"{name}-{round_}"
+                directory.mkdir()
+                samples.setdefault(name, []).append(measure(directory))
+        log = root / "claw100-0" / "claw.db"
+        raw_read(log)  # warm the page cache for both readers
+        for _ in range(rounds):
+            samples.setdefault("read_raw", []).append(raw_read(log))
+            samples.setdefault("read_claw", []).append(asyncio.run(clawlog_read(log)))
+    return {name: median(rates) for name, rates in samples.items()}
 
 
-def report(r: dict[str, Any], pg: dict[str, float], n: int) -> None:
-    table = Table(title=f"event store appends and reads ({n:,} events, {STREAMS} streams, "
-                        "SQLite WAL synchronous=FULL)")
+def median(rates: list[Rate]) -> Rate:
+    middle = sorted(rates, key=lambda r: r.per_s)[len(rates) // 2]
+    return middle
+
+
+def report(r: dict[str, Rate], pg: dict[str, float], n: int, single: int, rounds: int) -> None:
+    table = Table(
+        title=f"event store appends and reads: {n:,} events ({single:,} one at a time) over "
+        f"{STREAMS} streams, SQLite WAL synchronous=FULL, median of {rounds}"
+    )
     for column in ("what", "events/s", "p50 µs", "p99 µs"):
         table.add_column(column, justify="left" if column == "what" else "right")
-    table.add_row("raw sqlite3, one transaction for all", f"{r['raw_one_tx']:,.0f}", "", "")
-    table.add_row("raw sqlite3, group commit of 100", f"{r['raw_group100']:,.0f}", "", "")
+
+    def row(label: str, rate: Rate) -> None:
+        cells = [f"{rate.per_s:,.0f}"] + [
+            "" if v is None else f"{v:,.0f}" for v in (rate.p50_us, rate.p99_us)
+        ]
+        table.add_row(label, *cells)
+
+    row("raw sqlite3, one transaction for all", r["raw_one_tx"])
+    row("raw sqlite3, group commit of 100", r["raw_group100"])
+    row("raw sqlite3, one row per commit", r["raw_single"])
     for producers in (1, 10, 100):
-        rate, p50, p99 = r[f"claw{producers}"]
-        table.add_row(f"clawlog append, {producers} producer(s)", f"{rate:,.0f}", f"{p50:,.0f}",
-                      f"{p99:,.0f}")
-    table.add_row("eventsourcing SQLite, 1 event per save", f"{r['es_single']:,.0f}", "", "")
-    table.add_row("eventsourcing SQLite, 1000 per save", f"{r['es_batch']:,.0f}", "", "")
-    ours, raw, seen = r["read"]
-    table.add_row(f"clawlog read_all + decode ({seen:,})", f"{ours:,.0f}", "", "")
-    table.add_row("raw read + msgspec decode", f"{raw:,.0f}", "", "")
+        row(f"clawlog append, {producers} producer{'s' * (producers > 1)}", r[f"claw{producers}"])
+    row("eventsourcing SQLite, 1 event per save", r["es_single"])
+    row("eventsourcing SQLite, 1000 per save", r["es_batch"])
+    row("clawlog read_all + decode", r["read_claw"])
+    row("raw read + msgspec decode", r["read_raw"])
     for key, value in pg.items():
-        table.add_row(f"postgres: {key}", f"{value:,.2f}", "", "")
+        if key != "pg_append100_vs_eventsourcing":
+            table.add_row(f"PostgreSQL: {key}", f"{value:,.0f}", "", "")
     Console().print(table)
     ratios = {
-        "append100_vs_raw_group": r["claw100"][0] / r["raw_group100"],
-        "append100_vs_eventsourcing_batch": r["claw100"][0] / r["es_batch"],
-        "append1_vs_eventsourcing_single": r["claw1"][0] / r["es_single"],
-        "append1_p50_us": r["claw1"][1],
-        "readall_vs_raw": ours / raw,
+        "append100_vs_raw_group": r["claw100"].per_s / r["raw_group100"].per_s,
+        "append100_vs_eventsourcing_batch": r["claw100"].per_s / r["es_batch"].per_s,
+        "append1_vs_eventsourcing_single": r["claw1"].per_s / r["es_single"].per_s,
+        "append1_vs_raw_single": r["claw1"].per_s / r["raw_single"].per_s,
+        "append1_p50_us": r["claw1"].p50_us,
+        "readall_vs_raw": r["read_claw"].per_s / r["read_raw"].per_s,
     }
     if "pg_append100_vs_eventsourcing" in pg:
         ratios["pg_append100_vs_eventsourcing"] = pg["pg_append100_vs_eventsourcing"]
     print("RATIOS " + " ".join(f"{k}={v:.2f}" for k, v in ratios.items()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="smaller counts, one round (< 60 s)")
+    parser.add_argument(
+        "--pg",
+        default=os.environ.get("CLAWLOG_BENCH_DATABASE_URL"),
+        help="also run the PostgreSQL section against this URL",
+    )
+    args = parser.parse_args()
+    n, single, rounds = (20_000, 2_000, 1) if args.quick else (100_000, 5_000, 3)
+    results = run(n, single, rounds)
+    pg: dict[str, Any] = {}
+    if args.pg:
+        from bench_store_pg import run_pg_section  # type: ignore[import-not-found]
+
+        pg = asyncio.run(run_pg_section(args.pg, args.quick))
+    else:
+        Console(stderr=True).print("[dim]PostgreSQL section skipped: no --pg URL[/dim]")
+    report(results, pg, n, single, rounds)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,11 @@
 """The embedded default backend: one SQLite file in WAL mode, on aiosqlite.
 
-One writer task does group commit: appends that arrive while a transaction is being
-written wait in a queue and are committed together in the next one, each with its own
-result or its own :class:`VersionConflict`. A whole batch runs as one call on aiosqlite's
-thread, because every ``await`` on an aiosqlite connection is a thread hop. Reads use
-their own connection. ``synchronous=FULL`` by default, so an acknowledged append is on disk.
+Group commit: appends queue on the event loop, and whenever the writer thread is idle
+everything queued goes to it as one batch, committed in one transaction, each append
+with its own result or its own :class:`VersionConflict`. A whole batch runs as one call on
+aiosqlite's thread, which answers the callers itself: one thread hop each way per batch.
+Reads use their own connection. ``synchronous=FULL`` by default, so an acknowledged
+append is on disk.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ..envelope import EventMetadata, NewRecord, StoredRecord
 from ..errors import EventStoreError, StoreClosed, StoreUnavailable
 from .base import SnapshotRecord
 from .sqlite_schema import WriterLock, check_or_create_schema, check_schema
-from .sqlite_writer import AppendRequest, BatchWriter, SnapshotRequest
+from .sqlite_writer import AppendRequest, BatchWriter, Outcome, SnapshotRequest
 
 __all__ = ["SqliteBackend"]
 
@@ -61,10 +62,13 @@ class SqliteBackend:
         self._reader: aiosqlite.Connection | None = None
         self._batch: BatchWriter | None = None
         self._queue: list[AppendRequest | SnapshotRequest] = []
-        self._wake = asyncio.Event()
-        self._writer_task: asyncio.Task[None] | None = None
+        self._writing = False  # a batch is on the writer thread
+        self._flush_scheduled = False
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._head = 0
-        self._head_changed = asyncio.Event()
+        self._head_changed: asyncio.Event | None = None  # made only when someone waits
         self._state: Literal["unopened", "open", "closed"] = "unopened"
 
     # -- lifecycle ----------------------------------------------------------------------
@@ -87,7 +91,7 @@ class SqliteBackend:
                 await self._open_reader(str(self.path))
             except BaseException:
                 await self._close_connections()
-                self._lock.release()
+                self._lock.release(discard=True)
                 raise
         self._state = "open"
 
@@ -101,7 +105,7 @@ class SqliteBackend:
         await _on_thread(self._writer, check_or_create_schema, str(self.path))
         self._batch = BatchWriter(self._max_batch)
         self._head = await _on_thread(self._writer, self._batch.load_head)
-        self._writer_task = asyncio.create_task(self._run_writer(), name="clawlog-sqlite-writer")
+        self._loop = asyncio.get_running_loop()
 
     async def _open_reader(self, uri: str) -> None:
         self._reader = await _connect(uri, uri=uri.startswith("file:"))
@@ -117,13 +121,12 @@ class SqliteBackend:
             return
         was_open = self._state == "open"
         self._state = "closed"
-        if self._writer_task is not None:
-            self._wake.set()
-            await asyncio.shield(self._writer_task)
+        await asyncio.shield(self._drained.wait())  # appends already accepted still land
         await self._close_connections()
         if was_open and not self.read_only:
             self._lock.release()
-        self._head_changed.set()
+        if self._head_changed is not None:
+            self._head_changed.set()
 
     async def _close_connections(self) -> None:
         for conn in (self._writer, self._reader):
@@ -138,7 +141,8 @@ class SqliteBackend:
         expected_version: int,
         metadata: EventMetadata,
     ) -> list[StoredRecord]:
-        self._check_writable()
+        if self._state != "open" or self.read_only:
+            self._check_writable()
         request = AppendRequest(stream, records, expected_version, metadata)
         return await self._enqueue(request)  # type: ignore[no-any-return]
 
@@ -146,47 +150,81 @@ class SqliteBackend:
         self._check_writable()
         await self._enqueue(SnapshotRequest(snapshot))
 
-    async def _enqueue(self, request: AppendRequest | SnapshotRequest) -> Any:
-        request.future = asyncio.get_running_loop().create_future()
+    def _enqueue(self, request: AppendRequest | SnapshotRequest) -> asyncio.Future[Any]:
+        assert self._loop is not None
+        request.future = future = self._loop.create_future()
         self._queue.append(request)
-        self._wake.set()
-        return await request.future
+        if not self._writing and not self._flush_scheduled:
+            self._flush()  # the writer is idle: no reason to wait for company
+        return future
 
-    async def _run_writer(self) -> None:
-        assert self._writer is not None and self._batch is not None
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._queue:
-                batch = self._queue[: self._max_batch]
-                del self._queue[: self._max_batch]
-                await self._commit(batch)
-                # Let the producers just answered append again before the next batch is
-                # cut: with N producers this keeps batches near N instead of N / 2.
-                await asyncio.sleep(0)
-            if self._state == "closed":
-                return
+    def _flush(self) -> None:
+        """Hand everything queued to the writer thread as one batch (one transaction).
 
-    async def _commit(self, batch: list[AppendRequest | SnapshotRequest]) -> None:
-        assert self._writer is not None and self._batch is not None
+        One batch at a time: while it commits, new requests queue up and form the next
+        one. (A second batch in flight measured slower: the loop and the writer thread
+        take turns on the GIL, so the thread mostly waits for the loop instead of
+        overlapping with it.)
+        """
+        self._flush_scheduled = False
+        if self._writing:
+            return
+        if not self._queue:
+            self._drained.set()
+            return
+        batch = self._queue[: self._max_batch]
+        del self._queue[: self._max_batch]
+        self._writing = True
+        self._drained.clear()
+        assert self._writer is not None
+        _post(self._writer, self._commit_on_thread, batch)
+
+    def _commit_on_thread(
+        self, conn: sqlite3.Connection, batch: list[AppendRequest | SnapshotRequest]
+    ) -> None:
+        assert self._batch is not None and self._loop is not None
+        outcomes: list[Outcome] | BaseException
         try:
-            outcomes = await _on_thread(self._writer, self._batch.commit, batch)
-        except (sqlite3.Error, ValueError) as exc:
-            _log.error("sqlite batch commit failed", error=str(exc), batch=len(batch))
-            failure = StoreUnavailable(f"writing {self.path} failed: {exc}")
-            outcomes = [failure] * len(batch)
+            outcomes = self._batch.commit(conn, batch)
+        except Exception as exc:  # every caller must get an answer, whatever went wrong
+            outcomes = exc
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
+            self._loop.call_soon_threadsafe(self._resolve, batch, outcomes, self._batch.head)
+
+    def _resolve(
+        self,
+        batch: list[AppendRequest | SnapshotRequest],
+        outcomes: list[Outcome] | BaseException,
+        head: int,
+    ) -> None:
+        """Answer each caller of one committed batch (on the loop)."""
+        self._writing = False
+        if isinstance(outcomes, BaseException):
+            _log.error("sqlite batch commit failed", error=repr(outcomes), batch=len(batch))
+            outcomes = [self._unavailable(outcomes) for _ in batch]
         for request, outcome in zip(batch, outcomes, strict=True):
-            assert request.future is not None
-            if request.future.done():  # the caller was cancelled; the append still happened
+            future = request.future
+            assert future is not None
+            if future.done():  # the caller was cancelled; the append still happened
                 continue
             if isinstance(outcome, BaseException):
-                request.future.set_exception(outcome)
+                future.set_exception(outcome)
             else:
-                request.future.set_result(outcome)
-        if self._batch.head != self._head:
-            self._head = self._batch.head
-            self._head_changed.set()
-            self._head_changed = asyncio.Event()
+                future.set_result(outcome)
+        if head > self._head:
+            self._head = head
+            if self._head_changed is not None:
+                self._head_changed.set()
+                self._head_changed = None
+        if not self._flush_scheduled:  # after the callers just answered have appended again
+            self._flush_scheduled = True
+            assert self._loop is not None
+            self._loop.call_soon(self._flush)
+
+    def _unavailable(self, cause: BaseException) -> StoreUnavailable:
+        failure = StoreUnavailable(f"writing {self.path} failed: {cause}")
+        failure.__cause__ = cause  # one instance per caller: each raise adds its traceback
+        return failure
 
     # -- reading ------------------------------------------------------------------------
     async def read_stream(
@@ -257,6 +295,8 @@ class SqliteBackend:
             return
         if self._head > after_position:
             return
+        if self._head_changed is None:
+            self._head_changed = asyncio.Event()
         changed = self._head_changed
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(changed.wait(), timeout)
@@ -299,6 +339,15 @@ async def _on_thread(conn: aiosqlite.Connection, fn: Callable[..., _T], *args: A
     (pinned to aiosqlite < 0.23 in pyproject.toml).
     """
     return await conn._execute(lambda: fn(conn._conn, *args))  # type: ignore[no-any-return]
+
+
+def _post(conn: aiosqlite.Connection, fn: Callable[..., None], *args: Any) -> None:
+    """Queue ``fn(sqlite3_connection, *args)`` on the connection's thread without awaiting.
+
+    ``fn`` reports back itself (``call_soon_threadsafe``): one thread hop each way per
+    batch, and no task per batch. Like ``_on_thread``, this uses aiosqlite's queue.
+    """
+    conn._tx.put_nowait((None, lambda: fn(conn._conn, *args)))
 
 
 def _fetch_records(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[StoredRecord]:

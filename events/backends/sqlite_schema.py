@@ -91,9 +91,15 @@ class WriterLock:
     def __init__(self, db_path: Path) -> None:
         self.path = db_path.with_name(db_path.name + ".lock")
         self._fd: int | None = None
+        self._created = False
 
     def acquire(self) -> None:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            self._created = True
+        except FileExistsError:
+            fd = os.open(self.path, os.O_RDWR)
+            self._created = False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
@@ -107,8 +113,13 @@ class WriterLock:
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._fd = fd
 
-    def release(self) -> None:
+    def release(self, *, discard: bool = False) -> None:
+        """Unlock. ``discard`` also removes a lock file this lock created (the open failed,
+        for instance on a file that is not a clawlog log): still locked while removed,
+        so no other process can be holding it."""
         if self._fd is not None:
+            if discard and self._created:
+                self.path.unlink(missing_ok=True)
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None

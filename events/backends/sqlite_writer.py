@@ -18,12 +18,16 @@ from typing import Any
 from msgspec.structs import astuple
 
 from ..envelope import EventMetadata, NewRecord, StoredRecord
-from ..errors import EventStoreError, IdempotencyKeyReused
-from .base import SnapshotRecord, check_expected_version
+from ..errors import EventStoreError, IdempotencyKeyReused, VersionConflict
+from .base import ANY, SnapshotRecord
 
-__all__ = ["AppendRequest", "BatchWriter", "SnapshotRequest"]
+__all__ = ["AppendRequest", "BatchWriter", "Outcome", "SnapshotRequest"]
 
-_INSERT_EVENT = (
+_INSERT_PLAIN = (
+    "INSERT INTO events (position, stream, version, type, schema_version, payload, recorded_at)"
+    " VALUES (?,?,?,?,?,?,?)"
+)
+_INSERT_FULL = (
     "INSERT INTO events (position, stream, version, type, schema_version, payload, recorded_at,"
     " correlation_id, causation_id, actor, idempotency_key) VALUES (?,?,?,?,?,?,?,?,?,?,?)"
 )
@@ -40,7 +44,7 @@ _UPSERT_SNAPSHOT = (
 _MAX_CACHED_STREAMS = 200_000
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class AppendRequest:
     stream: str
     records: Sequence[NewRecord]
@@ -49,7 +53,7 @@ class AppendRequest:
     future: asyncio.Future[Any] | None = field(default=None)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class SnapshotRequest:
     snapshot: SnapshotRecord
     future: asyncio.Future[Any] | None = field(default=None)
@@ -95,116 +99,123 @@ class BatchWriter:
     def _commit_once(
         self, conn: sqlite3.Connection, batch: Sequence[AppendRequest | SnapshotRequest]
     ) -> list[Outcome]:
-        now = time.time()
-        head = self.head
-        versions = dict[str, int]()
-        keys: dict[str, tuple[str, int, int]] = {}
-        rows: list[tuple[Any, ...]] = []
-        key_rows: list[tuple[str, str, int, int]] = []
-        snapshots: list[SnapshotRecord] = []
-        outcomes: list[Outcome] = []
+        # Deciding only reads what this thread committed (one writer per file), so it
+        # happens before BEGIN and the write lock is held just for the inserts.
+        plan = _Plan(self.head, time.time())
+        outcomes = [self._decide(conn, request, plan) for request in batch]
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for request in batch:
-                if isinstance(request, SnapshotRequest):
-                    snapshots.append(request.snapshot)
-                    outcomes.append(None)
-                    continue
-                try:
-                    outcome = self._decide(conn, request, head, now, versions, keys)
-                except (EventStoreError, sqlite3.Error) as exc:
-                    outcomes.append(exc)
-                    continue
-                if isinstance(outcome, tuple):  # a repeated idempotency key
-                    outcomes.append(outcome)
-                    continue
-                outcomes.append([StoredRecord(*row) for row in outcome])
-                rows.extend(outcome)
-                head = outcome[-1][0]
-                versions[request.stream] = outcome[-1][2]
-                key = request.metadata.idempotency_key
-                if key is not None:
-                    span = (request.stream, outcome[0][0], outcome[-1][0])
-                    keys[key] = span
-                    key_rows.append((key, *span))
-            conn.executemany(_INSERT_EVENT, rows)
-            if key_rows:
-                conn.executemany(_INSERT_KEY, key_rows)
-            if snapshots:
-                conn.executemany(_UPSERT_SNAPSHOT, [astuple(s) for s in snapshots])
+            plan.write(conn)
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite may have rolled back already (disk full)
+                conn.execute("ROLLBACK")
             raise
-        self.head = head
-        if len(self.versions) + len(versions) > _MAX_CACHED_STREAMS:
+        self.head = plan.head
+        if len(self.versions) + len(plan.versions) > _MAX_CACHED_STREAMS:
             self.versions.clear()
-        self.versions.update(versions)
-        return [
-            self._resolve_repeat(conn, o, outcomes) if isinstance(o, tuple) else o for o in outcomes
-        ]
+        self.versions.update(plan.versions)
+        if not plan.repeats:
+            return outcomes
+        return [_resolve_repeat(conn, o, outcomes) if type(o) is tuple else o for o in outcomes]
 
     def _decide(
-        self,
-        conn: sqlite3.Connection,
-        request: AppendRequest,
-        head: int,
-        now: float,
-        versions: dict[str, int],
-        keys: dict[str, tuple[str, int, int]],
-    ) -> list[tuple[Any, ...]] | tuple[str, int, int]:
-        stream, meta = request.stream, request.metadata
-        if meta.idempotency_key is not None:
-            span = keys.get(meta.idempotency_key) or _stored_key(conn, meta.idempotency_key)
-            if span is not None:
-                if span[0] != stream:
-                    raise IdempotencyKeyReused(
-                        f"idempotency key {meta.idempotency_key!r} was used for stream {span[0]!r}"
-                    )
-                return span
-        current = versions.get(stream)
-        if current is None:
-            current = self._version_on_disk(conn, stream)
-        check_expected_version(stream, request.expected_version, current)
-        return [
-            (
-                head + i,
-                stream,
-                current + i,
-                r.type,
-                r.schema_version,
-                r.payload,
-                now,
-                meta.correlation_id,
-                meta.causation_id,
-                meta.actor,
-                meta.idempotency_key,
-            )
-            for i, r in enumerate(request.records, start=1)
-        ]
+        self, conn: sqlite3.Connection, request: AppendRequest | SnapshotRequest, plan: _Plan
+    ) -> Outcome:
+        """Check one request against the log as the batch has left it; plan its rows.
 
-    def _version_on_disk(self, conn: sqlite3.Connection, stream: str) -> int:
-        cached = self.versions.get(stream)
-        if cached is not None:
-            return cached
-        row = conn.execute("SELECT max(version) FROM events WHERE stream = ?", (stream,)).fetchone()
-        return int(row[0] or 0)
+        Returns its records, its error, or (for a repeated idempotency key) the span
+        first written under that key.
+        """
+        if type(request) is SnapshotRequest:
+            plan.snapshots.append(request.snapshot)
+            return None
+        assert type(request) is AppendRequest
+        stream, key = request.stream, request.metadata.idempotency_key
+        try:
+            if key is not None:
+                span = plan.keys.get(key) or _stored_key(conn, key)
+                if span is not None:
+                    if span[0] != stream:
+                        raise IdempotencyKeyReused(
+                            f"idempotency key {key!r} was used for stream {span[0]!r}"
+                        )
+                    plan.repeats = True
+                    return span
+            current = plan.versions.get(stream)
+            if current is None:
+                current = self.versions.get(stream)
+                if current is None:
+                    current = _version_on_disk(conn, stream)
+        except (EventStoreError, sqlite3.Error) as exc:
+            return exc
+        expected = request.expected_version
+        if expected != ANY and expected != current:
+            return VersionConflict(stream, expected, current)
+        return plan.add(stream, current, request.records, request.metadata)
 
-    @staticmethod
-    def _resolve_repeat(
-        conn: sqlite3.Connection, span: tuple[str, int, int], outcomes: list[Any]
+
+class _Plan:
+    """What one transaction writes, and the records handed back for it.
+
+    Rows without metadata go through a statement that leaves those columns out: binding
+    four NULLs costs sqlite3 about as much as the rest of the row.
+    """
+
+    __slots__ = ("full", "head", "keys", "now", "plain", "repeats", "snapshots", "versions")
+
+    def __init__(self, head: int, now: float) -> None:
+        self.head = head
+        self.now = now
+        self.plain: list[tuple[Any, ...]] = []
+        self.full: list[tuple[Any, ...]] = []
+        self.versions: dict[str, int] = {}
+        self.keys: dict[str, tuple[str, int, int]] = {}
+        self.snapshots: list[SnapshotRecord] = []
+        self.repeats = False
+
+    def add(
+        self, stream: str, version: int, records: Sequence[NewRecord], meta: EventMetadata
     ) -> list[StoredRecord]:
-        _, first, last = span
-        for outcome in outcomes:  # first used in this very batch
-            if isinstance(outcome, list) and outcome and outcome[0].position == first:
-                return outcome
-        cursor = conn.execute(
-            "SELECT position, stream, version, type, schema_version, payload, recorded_at, "
-            "correlation_id, causation_id, actor, idempotency_key FROM events "
-            "WHERE position BETWEEN ? AND ? ORDER BY position",
-            (first, last),
-        )
-        return [StoredRecord(*row) for row in cursor]
+        head, now = self.head, self.now
+        self.head += len(records)
+        self.versions[stream] = version + len(records)
+        if (
+            meta.idempotency_key is None
+            and meta.correlation_id is None
+            and meta.causation_id is None
+            and meta.actor is None
+        ):
+            rows: list[tuple[Any, ...]] = [
+                (head + i, stream, version + i, r.type, r.schema_version, r.payload, now)
+                for i, r in enumerate(records, 1)
+            ]
+            self.plain += rows
+            return [StoredRecord(*row) for row in rows]
+        extra = (meta.correlation_id, meta.causation_id, meta.actor, meta.idempotency_key)
+        rows = [
+            (head + i, stream, version + i, r.type, r.schema_version, r.payload, now, *extra)
+            for i, r in enumerate(records, 1)
+        ]
+        self.full += rows
+        if meta.idempotency_key is not None:
+            self.keys[meta.idempotency_key] = (stream, head + 1, self.head)
+        return [StoredRecord(*row) for row in rows]
+
+    def write(self, conn: sqlite3.Connection) -> None:
+        if self.plain:
+            conn.executemany(_INSERT_PLAIN, self.plain)
+        if self.full:
+            conn.executemany(_INSERT_FULL, self.full)
+        if self.keys:
+            conn.executemany(_INSERT_KEY, [(key, *span) for key, span in self.keys.items()])
+        if self.snapshots:
+            conn.executemany(_UPSERT_SNAPSHOT, [astuple(s) for s in self.snapshots])
+
+
+def _version_on_disk(conn: sqlite3.Connection, stream: str) -> int:
+    row = conn.execute("SELECT max(version) FROM events WHERE stream = ?", (stream,)).fetchone()
+    return int(row[0] or 0)
 
 
 def _stored_key(conn: sqlite3.Connection, key: str) -> tuple[str, int, int] | None:
@@ -212,3 +223,20 @@ def _stored_key(conn: sqlite3.Connection, key: str) -> tuple[str, int, int] | No
         "SELECT stream, first_position, last_position FROM idempotency_keys WHERE key = ?", (key,)
     ).fetchone()
     return (row[0], row[1], row[2]) if row else None
+
+
+def _resolve_repeat(
+    conn: sqlite3.Connection, span: tuple[str, int, int], outcomes: list[Outcome]
+) -> list[StoredRecord]:
+    """The records first written under a repeated idempotency key."""
+    _, first, last = span
+    for outcome in outcomes:  # first used in this very batch
+        if isinstance(outcome, list) and outcome and outcome[0].position == first:
+            return outcome
+    cursor = conn.execute(
+        "SELECT position, stream, version, type, schema_version, payload, recorded_at, "
+        "correlation_id, causation_id, actor, idempotency_key FROM events "
+        "WHERE position BETWEEN ? AND ? ORDER BY position",
+        (first, last),
+    )
+    return [StoredRecord(*row) for row in cursor]

@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import importlib
+import inspect
+import sys
 
 import pytest
+
+import events
+import events.errors
+
+
+def isort_order(name: str) -> tuple[int, str]:
+    """ruff's RUF022 order: CONSTANTS, then Classes, then functions, each alphabetical."""
+    return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
 
 
 @pytest.mark.parametrize(
     "package",
     [
         "events",
+        "events.domain",
+        "events.errors",
+        "events.store",
         "actors",
         "actors.agents",
         "actors.teams",
@@ -22,8 +35,28 @@ import pytest
 def test_all_is_sorted_and_resolves(package: str) -> None:
     module = importlib.import_module(package)
     names = list(module.__all__)
-    # isort style (ruff RUF022): CONSTANTS, then Classes, then functions, each alphabetical.
-    assert names == sorted(
-        names, key=lambda n: (0 if n.isupper() else 1 if n[0].isupper() else 2, n)
-    )
-    assert all(hasattr(module, name) for name in names)
+    assert names == sorted(names, key=isort_order)
+    assert len(set(names)) == len(names)
+    assert [name for name in names if not hasattr(module, name)] == []
+
+
+def test_events_exports_what_its_modules_declare_public() -> None:
+    declared = {
+        name
+        for module_name, module in sys.modules.items()
+        if module_name.startswith("events.")
+        for name in getattr(module, "__all__", ())
+    }
+    assert set(events.__all__) <= declared
+    # Public objects are the ones the submodules define, not copies.
+    for name in events.__all__:
+        obj = getattr(events, name)
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            assert obj.__module__.startswith("events."), name
+
+
+def test_every_error_is_exported_and_has_one_root() -> None:
+    for name in events.errors.__all__:
+        error = getattr(events.errors, name)
+        assert name in events.__all__
+        assert issubclass(error, events.EventStoreError)
