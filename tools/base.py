@@ -27,21 +27,44 @@ class Tool(Protocol):
     the JSON Schema in ``parameters`` (defaults filled in).
     """
 
-    name: str
-    description: str
-    #: JSON Schema of the arguments object.
-    parameters: Mapping[str, Any]
-    #: Policy group (``fs``, ``runtime``, ``mcp:github``…); ``""`` for none.
-    group: str
-    #: Seconds before the call is cancelled and fails with ``timeout``.
-    timeout: float
-    domain: ToolDomain
-    #: Only the owner (``ToolContext.is_owner``) may use it.
-    owner_only: bool
-    #: Output comes from outside (web, files, MCP): neutralize it before the model reads it.
-    requires_sanitization: bool
-    #: Every call waits for a person's approval (unless allowlisted).
-    requires_approval: bool
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def parameters(self) -> Mapping[str, Any]:
+        """JSON Schema of the arguments object."""
+        ...
+
+    @property
+    def group(self) -> str:
+        """Policy group (``fs``, ``runtime``, ``mcp:github``…); ``""`` for none."""
+        ...
+
+    @property
+    def timeout(self) -> float:
+        """Seconds before the call is cancelled and fails with ``timeout``."""
+        ...
+
+    @property
+    def domain(self) -> ToolDomain: ...
+
+    @property
+    def owner_only(self) -> bool:
+        """Only the owner (``ToolContext.is_owner``) may use it."""
+        ...
+
+    @property
+    def requires_sanitization(self) -> bool:
+        """Output comes from outside (web, files, MCP): neutralize it for the model."""
+        ...
+
+    @property
+    def requires_approval(self) -> bool:
+        """Every call waits for a person's approval (unless allowlisted)."""
+        ...
 
     def requires_approval_for(self, args: Mapping[str, Any]) -> bool:
         """True when these arguments are dangerous: always ask, never auto-approve."""

@@ -29,6 +29,7 @@ __all__ = [
     "interrupted_event",
     "outcome_event",
     "parse_arguments",
+    "plain",
     "run_plan",
     "started_event",
 ]
@@ -165,6 +166,15 @@ class Refuser:
         )
         result = ToolResult.error(kind, for_llm, step=step)
         return Refused(events=[self.first, refused], result=result, step=step)
+
+
+def plain(args: Mapping[str, Any]) -> dict[str, Any]:
+    """``args`` as JSON-like values an event can hold (an embedder may pass any object)."""
+    try:
+        value = msgspec.to_builtins(args, str_keys=True, enc_hook=repr)
+    except (TypeError, ValueError):
+        return {str(k): repr(v) for k, v in args.items()}
+    return value if isinstance(value, dict) else {}
 
 
 def parse_arguments(args: Mapping[str, Any] | str | None) -> tuple[dict[str, Any] | None, str]:

@@ -89,7 +89,7 @@ class LoopDetector:
         cfg = self.config
         if not cfg.enabled:
             return _OK
-        signature = (tool, hash(_encoder.encode(args)))
+        signature = (tool, _digest(args))
         polls = self._is_poll(tool, args)
         with self._lock:
             history = self._history(session_id)
@@ -169,6 +169,13 @@ class LoopDetector:
         if count >= cfg.warning_threshold:
             return "warning"
         return "ok"
+
+
+def _digest(args: Mapping[str, Any]) -> int:
+    try:
+        return hash(_encoder.encode(args))
+    except (TypeError, ValueError):  # not JSON-like: compare by representation
+        return hash(repr(sorted(args.items(), key=lambda item: str(item[0]))))
 
 
 def _poll_count(entries: list[_Entry], signature: tuple[str, int]) -> int:

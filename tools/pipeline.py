@@ -38,7 +38,14 @@ from .base import Tool
 from .context import ToolContext
 from .decisions import ApprovalRequest, Decision, NeedsApproval, Outcome, Ready, Refused, ToolPlan
 from .errors import ApprovalError
-from .execution import Refuser, interrupted_event, parse_arguments, run_plan, started_event
+from .execution import (
+    Refuser,
+    interrupted_event,
+    parse_arguments,
+    plain,
+    run_plan,
+    started_event,
+)
 from .finish import DEFAULT_MAX_RESULT_CHARS, ResultFinisher
 from .loops import LoopDetector
 from .policy import PolicyEngine, PolicyExplanation
@@ -104,8 +111,8 @@ class ToolPipeline:
             tool=name,
             agent=ctx.agent,
             session_key=ctx.session_key,
-            arguments=self.scrubber.scrub_value(parsed) if parsed is not None else {},
-            raw_arguments=self.scrubber.scrub(args)[:2000] if raw_error else "",
+            arguments=self.scrubber.scrub_value(plain(parsed)) if parsed is not None else {},
+            raw_arguments=self.scrubber.scrub(args)[:2000] if isinstance(args, str) else "",
             user=ctx.user,
             depth=ctx.depth,
         )
@@ -209,7 +216,7 @@ class ToolPipeline:
         self, plan: ToolPlan, events: list[Event], reason: str, pattern: str, allow_always: bool
     ) -> NeedsApproval:
         timeout = self.approval_config.timeout_s
-        scrubbed = self.scrubber.scrub_value(plan.args)
+        scrubbed = self.scrubber.scrub_value(plain(plan.args))
         request = ApprovalRequest(
             plan=plan,
             reason=reason,

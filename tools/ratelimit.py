@@ -104,17 +104,17 @@ class RateLimiter:
     def _refusal(
         self, key: tuple[str, ...], windows: Sequence[Window], now: float, scope: str
     ) -> RateLimitVerdict | None:
-        calls = self._calls.get(key)
-        if not windows or not calls:
-            return None
+        calls: Sequence[float] = self._calls.get(key) or ()
         worst: RateLimitVerdict | None = None
         for window in windows:
             start = now - window.seconds
             in_window = len(calls) - _first_after(calls, start)
             if in_window >= window.limit:
-                # The oldest call that must leave the window before one more fits.
-                oldest = calls[len(calls) - window.limit]
-                retry = max(oldest + window.seconds - now, 0.0)
+                if window.limit <= 0:  # a zero limit refuses everything
+                    retry = window.seconds
+                else:  # the oldest call that must leave the window before one more fits
+                    oldest = calls[len(calls) - window.limit]
+                    retry = max(oldest + window.seconds - now, 0.0)
                 if worst is None or retry > worst.retry_after:
                     worst = RateLimitVerdict(
                         allowed=False, retry_after=retry, scope=scope, window=window
@@ -152,6 +152,6 @@ class RateLimiter:
             return {k: len(v) for k, v in self._calls.items()}
 
 
-def _first_after(calls: deque[float], start: float) -> int:
+def _first_after(calls: Sequence[float], start: float) -> int:
     """Index of the first call strictly after ``start`` (calls are in time order)."""
-    return bisect.bisect_right(calls, start)  # type: ignore[type-var]
+    return bisect.bisect_right(calls, start)

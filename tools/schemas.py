@@ -27,15 +27,19 @@ class ArgumentError(ValueError):
 
 
 def compile_validator(schema: Mapping[str, Any], tool: str = "") -> Validator:
-    """Compile ``schema`` once; the returned callable validates and fills defaults."""
+    """Compile ``schema`` once; the returned callable validates and fills defaults.
+
+    Remote ``$ref`` (http, https, file…) is refused: a schema from an MCP server must not
+    make clawlog fetch URLs.
+    """
     if not isinstance(schema, Mapping):
         raise InvalidSchema(f"tool {tool!r}: parameters must be a JSON Schema object")
     plain = copy.deepcopy(dict(schema))
     try:
-        compiled = fastjsonschema.compile(plain)
-    except fastjsonschema.JsonSchemaDefinitionException:
-        return _jsonschema_validator(plain, tool)
-    except Exception as exc:  # fastjsonschema raises plain errors on odd schemas
+        compiled = fastjsonschema.compile(plain, handlers=_NO_REMOTE)
+    except InvalidSchema as exc:
+        raise InvalidSchema(f"tool {tool!r}: {exc}") from None
+    except Exception as exc:  # a definition error, or a plain error on an odd schema
         try:
             return _jsonschema_validator(plain, tool)
         except InvalidSchema:
@@ -53,6 +57,13 @@ def compile_validator(schema: Mapping[str, Any], tool: str = "") -> Validator:
     return validate
 
 
+def _refuse_remote(uri: str) -> Any:
+    raise InvalidSchema(f"remote $ref {uri!r} is not allowed; inline the definition")
+
+
+_NO_REMOTE = dict.fromkeys(("http", "https", "file", "ftp", "data", ""), _refuse_remote)
+
+
 def _jsonschema_validator(schema: dict[str, Any], tool: str) -> Validator:
     cls = jsonschema.validators.validator_for(schema)
     try:
@@ -60,9 +71,16 @@ def _jsonschema_validator(schema: dict[str, Any], tool: str) -> Validator:
     except jsonschema.SchemaError as exc:
         raise InvalidSchema(f"tool {tool!r}: invalid parameters schema: {exc.message}") from exc
     checker = cls(schema)
+    try:  # resolve references now: a broken schema is the tool's fault, found at startup
+        list(checker.iter_errors({}))
+    except Exception as exc:
+        raise InvalidSchema(f"tool {tool!r}: parameters schema cannot be used: {exc}") from exc
 
     def validate(args: dict[str, Any]) -> dict[str, Any]:
-        error = jsonschema.exceptions.best_match(checker.iter_errors(args))
+        try:
+            error = jsonschema.exceptions.best_match(checker.iter_errors(args))
+        except Exception as exc:  # an unresolvable $ref and the like: the schema's fault
+            raise ArgumentError(f"the tool's schema cannot be checked ({exc})") from None
         if error is not None:
             field = ".".join(str(p) for p in error.absolute_path)
             where = f"parameter {field!r}: " if field else ""

@@ -89,9 +89,11 @@ class BlockingTool(BaseTool):
 
     def __init__(self) -> None:
         self.release = asyncio.Event()
+        self.started = asyncio.Event()
         self.cancelled = False
 
     async def execute(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+        self.started.set()
         try:
             await self.release.wait()
         except asyncio.CancelledError:

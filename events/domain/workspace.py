@@ -1,0 +1,174 @@
+"""Workspace state that lives in the log, and the shell processes tools run.
+
+Context files (seed 001 §3: SOUL.md, IDENTITY.md, AGENTS.md, TOOLS.md, HEARTBEAT.md,
+USER.md, BOOTSTRAP.md) and memory documents (MEMORY.md, memory.md, memory/*) are not on
+disk: ``write_file`` on them becomes one of these events, and their stores
+(:mod:`tools.workspace`) are folds of them. ``user == ""`` is the agent-level (global)
+scope; otherwise the file belongs to that user. Contents are scrubbed before they are
+recorded. By default they live on the agent's stream ``agent/{key}``.
+
+Background shell runs (``exec`` with ``background``/``yieldMs``, then the ``process``
+tool) leave, on the calling session's stream::
+
+    process.started → process.output* → [process.input | process.signalled]* → process.exited
+
+and the Docker sandbox records the life of each session container and every time it
+could not be used (``sandbox.unavailable``, with what was done instead).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from ..base import Event
+
+__all__ = [
+    "EVENTS",
+    "ContextFileDeleted",
+    "ContextFileWritten",
+    "MemoryDocumentDeleted",
+    "MemoryDocumentWritten",
+    "ProcessExited",
+    "ProcessInput",
+    "ProcessOutput",
+    "ProcessSignalled",
+    "ProcessStarted",
+    "SandboxContainerRemoved",
+    "SandboxContainerStarted",
+    "SandboxUnavailable",
+]
+
+
+class ContextFileWritten(Event, tag="workspace.context_file_written"):
+    """A context file's new content (whole file)."""
+
+    agent: str
+    #: One of the seven context file names, e.g. ``SOUL.md``.
+    name: str
+    content: str
+    #: ``""``: the agent-level file; else the per-user copy of that user.
+    user: str = ""
+    #: The tool call that wrote it, if a tool did.
+    call_id: str = ""
+
+
+class ContextFileDeleted(Event, tag="workspace.context_file_deleted"):
+    """The file is gone (writing BOOTSTRAP.md empty deletes it)."""
+
+    agent: str
+    name: str
+    user: str = ""
+    call_id: str = ""
+
+
+class MemoryDocumentWritten(Event, tag="workspace.memory_document_written"):
+    """A memory document's new content; ``.md`` documents are indexed for memory_search."""
+
+    agent: str
+    #: ``MEMORY.md``, ``memory.md`` or ``memory/…`` relative to the workspace.
+    path: str
+    content: str
+    user: str = ""
+    call_id: str = ""
+
+
+class MemoryDocumentDeleted(Event, tag="workspace.memory_document_deleted"):
+    agent: str
+    path: str
+    user: str = ""
+    call_id: str = ""
+
+
+class ProcessStarted(Event, tag="process.started"):
+    """A shell command kept running after its ``exec`` call returned."""
+
+    process_id: str
+    command: str
+    agent: str = ""
+    session_key: str = ""
+    #: ``host`` or ``sandbox``.
+    host: str = "host"
+    #: Working directory relative to the workspace (``""`` is its root).
+    workdir: str = ""
+    call_id: str = ""
+    timeout_s: float = 0.0
+
+
+class ProcessOutput(Event, tag="process.output"):
+    """A chunk of combined stdout/stderr, in order; ``offset`` counts characters before it."""
+
+    process_id: str
+    text: str
+    offset: int = 0
+
+
+class ProcessInput(Event, tag="process.input"):
+    """Characters written to the process's stdin (the text itself is not recorded)."""
+
+    process_id: str
+    chars: int
+    eof: bool = False
+    call_id: str = ""
+
+
+class ProcessSignalled(Event, tag="process.signalled"):
+    process_id: str
+    #: ``SIGTERM``, ``SIGKILL``…
+    signal: str
+    call_id: str = ""
+
+
+class ProcessExited(Event, tag="process.exited"):
+    """The run ended. ``reason``: exited | killed | timeout | signalled | lost."""
+
+    process_id: str
+    exit_code: int | None
+    reason: str = "exited"
+    duration_ms: float = 0.0
+    #: Characters of output in total, and whether the recorded output stops short of it.
+    output_chars: int = 0
+    truncated: bool = False
+
+
+class SandboxContainerStarted(Event, tag="sandbox.container_started"):
+    sandbox_key: str
+    container_id: str
+    image: str
+    #: ``ro`` or ``rw``.
+    workspace_access: str = "ro"
+    network: str = "none"
+
+
+class SandboxContainerRemoved(Event, tag="sandbox.container_removed"):
+    sandbox_key: str
+    container_id: str
+    #: session_end | close | recreate | timeout_kill
+    reason: str = ""
+
+
+class SandboxUnavailable(Event, tag="sandbox.unavailable"):
+    """The sandbox was configured but could not run a command; ``action`` says what
+    happened instead: ``refused`` or ``host_fallback``."""
+
+    sandbox_key: str
+    reason: str
+    action: str
+    call_id: str = ""
+    tool: str = "exec"
+    details: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+EVENTS: tuple[type[Event], ...] = (
+    ContextFileWritten,
+    ContextFileDeleted,
+    MemoryDocumentWritten,
+    MemoryDocumentDeleted,
+    ProcessStarted,
+    ProcessOutput,
+    ProcessInput,
+    ProcessSignalled,
+    ProcessExited,
+    SandboxContainerStarted,
+    SandboxContainerRemoved,
+    SandboxUnavailable,
+)

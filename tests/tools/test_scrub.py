@@ -1,0 +1,251 @@
+"""The scrubber against realistic secrets (redacted) and near-misses (kept)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tools import REDACTED, Scrubber
+
+A36 = "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"  # 36 alphanumerics
+HEX64 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+#: (description, text, the secret that must disappear)
+SECRETS: list[tuple[str, str, str]] = [
+    ("openai legacy key", "key: sk-" + "T3BlbkFJ" * 4, "sk-" + "T3BlbkFJ" * 4),
+    ("openai project key", "export OPENAI=sk-proj-" + "Ab1_Cd2-Ef3" * 4, "Ab1_Cd2-Ef3" * 4),
+    ("openai service account key", "sk-svcacct-" + "Zz9" * 10, "Zz9" * 10),
+    (
+        "openai key in a sentence",
+        "use sk-abcdefghijklmnopqrstuvwx123 for prod",
+        "sk-abcdefghijklmnopqrstuvwx123",
+    ),
+    ("anthropic key", "ANTHROPIC said sk-ant-api03-" + "xY7-" * 12, "xY7-" * 12),
+    ("anthropic key in json", '{"key": "sk-ant-admin01-' + "Q" * 30 + '"}', "Q" * 30),
+    ("github classic pat", "token ghp_" + A36, "ghp_" + A36),
+    ("github oauth token", "gho_" + A36 + " expires", "gho_" + A36),
+    ("github user-to-server token", "ghu_" + A36, "ghu_" + A36),
+    ("github server-to-server token", "GH=ghs_" + A36, "ghs_" + A36),
+    ("github refresh token", "ghr_" + A36, "ghr_" + A36),
+    (
+        "github fine-grained pat",
+        "github_pat_11ABCDEFG0" + "x" * 40,
+        "github_pat_11ABCDEFG0" + "x" * 40,
+    ),
+    ("aws access key id", "aws id AKIAIOSFODNN7EXAMPLE here", "AKIAIOSFODNN7EXAMPLE"),
+    ("aws temporary key id", "ASIAY34FZKBOKMUTVV7A", "ASIAY34FZKBOKMUTVV7A"),
+    (
+        "aws secret in ini",
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ),
+    ("api_key=", "curl 'https://x.io/v1?api_key=9d8f7g6h5j4k'", "9d8f7g6h5j4k"),
+    ("api-key header", "X-Api-Key: 0a1b2c3d4e5f6a7b", "0a1b2c3d4e5f6a7b"),
+    ("apikey colon", "apikey: hunter2hunter2", "hunter2hunter2"),
+    ("password=", "db password=correcthorse9 ok", "correcthorse9"),
+    ("PASSWORD: upper", "PASSWORD: Tr0ub4dor&3", "Tr0ub4dor&3"),
+    ("password in json", '{"user": "bob", "password": "s3cr3t pass phrase"}', "s3cr3t pass phrase"),
+    ("password in single quotes", "password='p@ss w0rd!'", "p@ss w0rd!"),
+    ("secret=", "client_secret=abcDEF123456ghi", "abcDEF123456ghi"),
+    ("token=", "?access_token=ya29.a0AfH6SMBx", "ya29.a0AfH6SMBx"),
+    ("refresh token json", '"refresh_token":"1//0gLx-abc_DEF"', "1//0gLx-abc_DEF"),
+    (
+        "authorization bearer header",
+        "Authorization: Bearer eyJhbGciOi.abc.def",
+        "eyJhbGciOi.abc.def",
+    ),
+    ("authorization basic header", "authorization: Basic dXNlcjpwYXNz", "dXNlcjpwYXNz"),
+    ("bare bearer", "curl -H 'bearer abcdef0123456789'", "abcdef0123456789"),
+    ("private key var", "private_key=MIIEvQIBADANBgkqhkiG9w0", "MIIEvQIBADANBgkqhkiG9w0"),
+    (
+        "postgres url",
+        "DSN is postgres://app:pw@db.internal:5432/prod",
+        "postgres://app:pw@db.internal:5432/prod",
+    ),
+    ("postgresql url", "postgresql://user@10.0.0.5/app", "postgresql://user@10.0.0.5/app"),
+    ("mysql url", "mysql://root:toor@localhost:3306/shop", "mysql://root:toor@localhost:3306/shop"),
+    (
+        "mongodb srv url",
+        "mongodb+srv://admin:Pa55@cluster0.mongodb.net/x",
+        "mongodb+srv://admin:Pa55@cluster0.mongodb.net/x",
+    ),
+    ("redis url", "REDIS=redis://:authpass@cache:6379/0", "redis://:authpass@cache:6379/0"),
+    (
+        "https url credentials",
+        "git clone https://deploy:glpat-9x8y7z@gitlab.com/a/b.git",
+        "deploy:glpat-9x8y7z",
+    ),
+    ("env KEY=", "STRIPE_KEY=pk_live_51Habc", "pk_live_51Habc"),
+    ("env SECRET=", "export JWT_SECRET=supersecretvalue", "supersecretvalue"),
+    ("env CREDENTIALS=", "GOOGLE_APPLICATION_CREDENTIALS=/etc/gcp/key.json", "/etc/gcp/key.json"),
+    (
+        "env DSN=",
+        "SENTRY_DSN=https://abc123@o1.ingest.sentry.io/42",
+        "https://abc123@o1.ingest.sentry.io/42",
+    ),
+    ("env VIRTUAL_*=", "VIRTUAL_HOST=internal.example.org", "internal.example.org"),
+    ("env TOKEN=", "SLACK_BOT_TOKEN=xoxb-1234-5678-abcdEFGH", "xoxb-1234-5678-abcdEFGH"),
+    (
+        "slack token",
+        "xoxp-123456789012-123456789012-abcdef",
+        "xoxp-123456789012-123456789012-abcdef",
+    ),
+    (
+        "stripe secret key",
+        "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc",
+        "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+    ),
+    (
+        "google api key",
+        "AIzaSyA-1234567890abcdefghijklmnopqrstu",
+        "AIzaSyA-1234567890abcdefghijklmnopqrstu",
+    ),
+    (
+        "jwt",
+        "cookie eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "eyJzdWIiOiIxMjM0NTY3ODkwIn0",
+    ),
+    ("64-hex encryption key", "ENC " + HEX64, HEX64),
+    ("128-hex key", "k=" + HEX64 + HEX64, HEX64),
+    (
+        "pem private key",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu\n"
+        "-----END RSA PRIVATE KEY-----",
+        "MIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu",
+    ),
+]
+
+#: Text that looks close to a secret but is not one: it must come through unchanged.
+NEAR_MISSES: list[str] = [
+    "the risk-assessment-quarterly-report-2024 is due",
+    "sk-short is not a key",
+    "task-1234567890abcdefghijklmnop finished",
+    "ghp_tooShort123",
+    "AKIA1234 is too short for an AWS key",
+    "commit 2fd4e1c67a2d28fced849ee1bb76e7391b93eb12 fixed it",
+    "uuid 123e4567-e89b-12d3-a456-426614174000",
+    "max_tokens=4096 temperature=0.2",
+    "Tokens: 125,000 / 200,000 (62.5%)",
+    "input_tokens: 512, output_tokens: 64",
+    "The password is incorrect, please try again.",
+    "Forgot your password? Reset it from settings.",
+    "secretary: Jane Doe",
+    "MONKEY=banana",
+    "KEYBOARD_LAYOUT=us",
+    "use a postgres:// URL for the database",
+    "https://example.com/docs?page=2",
+    "see http://localhost:8080/health",
+    "sha1 da39a3ee5e6b4b0d3255bfef95601890afd80709",
+    "deadbeef" * 7 + " (56 hex chars)",
+    "mkdir -p build && make test",
+    "Bearer tokens are described in RFC 6750",
+    "the tokenizer splits words",
+    "an email: someone@example.com",
+    "ssh user@host.example.com",
+    "[REDACTED] already",
+]
+
+
+@pytest.mark.parametrize(("text", "secret"), [pytest.param(t, s, id=d) for d, t, s in SECRETS])
+def test_a_realistic_secret_is_redacted(text: str, secret: str) -> None:
+    scrubbed = Scrubber().scrub(text)
+    assert secret not in scrubbed
+    assert REDACTED in scrubbed
+
+
+@pytest.mark.parametrize("text", NEAR_MISSES)
+def test_a_near_miss_survives_unchanged(text: str) -> None:
+    assert Scrubber().scrub(text) == text
+
+
+def test_the_suites_are_as_large_as_required() -> None:
+    assert len(SECRETS) >= 40
+    assert len(NEAR_MISSES) >= 20
+
+
+def test_key_value_scrubbing_keeps_the_key_and_the_quotes() -> None:
+    scrubber = Scrubber()
+    assert scrubber.scrub("password=hunter22") == "password=[REDACTED]"
+    assert scrubber.scrub('{"api_key": "abc 123"}') == '{"api_key": "[REDACTED]"}'
+    assert scrubber.scrub("OPENAI_API_KEY=abc123") == "OPENAI_API_KEY=[REDACTED]"
+
+
+@pytest.mark.parametrize(("description", "text", "secret"), SECRETS[:12] + SECRETS[-8:])
+def test_scrubbing_is_idempotent(description: str, text: str, secret: str) -> None:
+    scrubber = Scrubber()
+    once = scrubber.scrub(text)
+    assert scrubber.scrub(once) == once
+
+
+def test_dynamic_values_are_redacted_once_registered() -> None:
+    scrubber = Scrubber()
+    text = "connect to 203.0.113.77 with tenant acme-corp-prod"
+    assert scrubber.scrub(text) == text
+    scrubber.add_values("203.0.113.77", "acme-corp-prod")
+    assert scrubber.scrub(text) == f"connect to {REDACTED} with tenant {REDACTED}"
+    scrubber.remove_values("acme-corp-prod")
+    assert scrubber.scrub(text) == f"connect to {REDACTED} with tenant acme-corp-prod"
+
+
+def test_a_longer_dynamic_value_wins_over_its_prefix() -> None:
+    scrubber = Scrubber(["abcd", "abcdefgh"])
+    assert scrubber.scrub("xx abcdefgh yy") == f"xx {REDACTED} yy"
+
+
+def test_values_too_short_to_scrub_safely_are_ignored() -> None:
+    scrubber = Scrubber(["ab", "  x "])
+    assert scrubber.values_count == 0
+    assert scrubber.scrub("ab cab") == "ab cab"
+
+
+def test_dynamic_values_can_be_added_while_other_threads_scrub() -> None:
+    scrubber = Scrubber()
+    errors: list[BaseException] = []
+    start = threading.Barrier(5)
+
+    def scrub_loop() -> None:
+        try:
+            start.wait()
+            for _ in range(300):
+                scrubber.scrub("value-0001 value-0150 plain text")
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def add_loop() -> None:
+        start.wait()
+        for i in range(200):
+            scrubber.add_values(f"value-{i:04d}")
+
+    threads = [threading.Thread(target=scrub_loop) for _ in range(4)]
+    threads.append(threading.Thread(target=add_loop))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert scrubber.values_count == 200
+    assert scrubber.scrub("value-0001 value-0150") == f"{REDACTED} {REDACTED}"
+
+
+def test_structured_values_are_scrubbed_by_content_and_by_key_name() -> None:
+    value = {
+        "query": "select 1",
+        "password": "hunter2",
+        "pin": 1234,
+        "headers": [{"Authorization": "Bearer abcdefghijk"}, {"x": "sk-" + "a" * 30}],
+        "nested": {"db_password": 99, "max_tokens": 4096, "verbose": True},
+    }
+    scrubbed = Scrubber().scrub_value(value)
+    assert scrubbed["query"] == "select 1"
+    assert scrubbed["password"] == REDACTED
+    assert scrubbed["pin"] == 1234
+    assert scrubbed["headers"][0]["Authorization"] == REDACTED
+    assert scrubbed["headers"][1]["x"] == REDACTED
+    assert scrubbed["nested"] == {"db_password": REDACTED, "max_tokens": 4096, "verbose": True}
+
+
+def test_find_names_the_patterns_that_match() -> None:
+    scrubber = Scrubber(["10.1.2.3"])
+    assert scrubber.find("AKIAIOSFODNN7EXAMPLE at 10.1.2.3") == ["dynamic", "aws_access_key"]
+    assert scrubber.find("nothing here") == []
