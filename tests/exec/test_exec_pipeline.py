@@ -1,0 +1,86 @@
+"""exec inside the tool pipeline: a bypass the pipeline's plain deny check misses is still
+refused by exec's own analysis, never-auto-approve commands wait for a person, and a
+sandbox that cannot be used is refused or replaced by the host, recorded either way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from events import EventStore
+from events.domain.tool import ToolCallFailed
+from events.domain.workspace import SandboxUnavailable
+from tools import NeedsApproval, StoreSink, ToolPipeline, ToolRegistry, run_tool_call
+from tools.exec import ExecConfig, exec_tools
+from tools.sandbox import SandboxConfig, SandboxManager
+
+from .support import StoreRecorder, context
+
+
+async def test_a_wrapped_deny_pattern_is_refused_with_the_seed_wording(
+    root: Path, store: EventStore
+) -> None:
+    pipeline = ToolPipeline(ToolRegistry(exec_tools()))
+    sink = StoreSink(store, "session/main/s1")
+    result = await run_tool_call(
+        pipeline,
+        context(root),
+        "exec",
+        {"command": "touch ran; sh -c 'r''m -rf /'"},
+        sink,
+        call_id="c1",
+    )
+    assert result.is_error and result.error_kind == "not_authorized"
+    assert "command blocked by safety policy" in result.for_llm
+    failed = (await store.read_stream("session/main/s1"))[-1].event
+    assert isinstance(failed, ToolCallFailed) and failed.error_kind == "not_authorized"
+    assert not (root / "ran").exists()
+
+
+async def test_never_auto_approve_commands_wait_for_approval(root: Path) -> None:
+    pipeline = ToolPipeline(ToolRegistry(exec_tools()))
+    decision = pipeline.begin(context(root), "c1", "exec", {"command": "bash -c 'git push -f'"})
+    assert isinstance(decision, NeedsApproval)
+    assert decision.request.allow_always is False
+
+
+def _unreachable() -> SandboxManager:
+    return SandboxManager(
+        SandboxConfig(docker_host="unix:///nonexistent/docker.sock", api_timeout_s=5)
+    )
+
+
+async def test_an_unavailable_sandbox_refuses_and_records_it(
+    root: Path, recorder: StoreRecorder, store: EventStore
+) -> None:
+    sandbox = _unreachable()
+    exec_tool, _ = exec_tools(sandbox=sandbox, record=recorder)
+    result = await run_tool_call(
+        ToolPipeline(ToolRegistry([exec_tool])),
+        context(root),
+        "exec",
+        {"command": "touch ran"},
+        StoreSink(store, "session/main/other"),
+    )
+    await sandbox.aclose()
+    assert result.is_error and result.error_kind == "sandbox"
+    assert "the sandbox is configured but not available" in result.for_llm
+    assert not (root / "ran").exists()
+    recorded = (await store.read_stream("session/main/s1"))[-1].event
+    assert isinstance(recorded, SandboxUnavailable) and recorded.action == "refused"
+    assert "not reachable" in recorded.reason
+
+
+async def test_an_unavailable_sandbox_falls_back_to_the_host_where_configured(
+    root: Path, recorder: StoreRecorder, store: EventStore
+) -> None:
+    config = ExecConfig(sandbox_fallback="host")
+    sandbox = _unreachable()
+    exec_tool, _ = exec_tools(config, sandbox=sandbox, record=recorder)
+    result = await exec_tool.execute(context(root), {"command": "touch ran; echo on host"})  # type: ignore[attr-defined]
+    await sandbox.aclose()
+    assert result.for_llm == "on host\n[exit code 0]" and (root / "ran").exists()
+    assert (
+        result.details["host"] == "host" and "not reachable" in result.details["sandbox_fallback"]
+    )
+    recorded = (await store.read_stream("session/main/s1"))[-1].event
+    assert isinstance(recorded, SandboxUnavailable) and recorded.action == "host_fallback"

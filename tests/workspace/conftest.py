@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from events import EventStore, open_store
+
+from .support import Bench, StoreRecorder, make_env
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[EventStore]:
+    async with await open_store(tmp_path / "log.db") as opened:
+        yield opened
+
+
+@pytest.fixture
+def recorder(store: EventStore) -> StoreRecorder:
+    return StoreRecorder(store)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def bench(root: Path, recorder: StoreRecorder) -> Bench:
+    """File tools with the context and memory stores recording to a real SQLite log."""
+    return Bench(root, make_env(recorder))
+
+
+@pytest.fixture
+def disk(root: Path) -> Bench:
+    """File tools with no stores: every path is on disk."""
+    return Bench(root, make_env())

@@ -1,0 +1,144 @@
+"""Command analysis: deny, ask, or allow a shell command before it runs.
+
+The known bypass class of claw tools hides a forbidden command behind quoting, escapes or
+wrappers (``r''m -rf /``, ``sh -c "…"``, ``env X=1 …``, ``$(…)``, ``${IFS}``…). So every
+pattern of :mod:`tools.exec.patterns` is matched against several views:
+
+- the raw command text and every nested command line (``sh -c`` bodies, substitutions);
+- each command after lexing and unwrapping, words unquoted and joined by single blanks,
+  and as written before its wrappers (``sudo``, ``env -S``…) were stripped;
+- each pipeline of those, and the whole command line of them.
+
+The raw text counts too, so a forbidden command that is only mentioned (``echo "rm -rf
+/"``, a comment) is refused as well: a false refusal costs a rephrasing, a miss costs the
+machine. Structure is checked too: text piped into a shell, a shell running a script made at run
+time, nesting deeper than three levels, and text the lexer cannot read are refused; a
+command whose name comes from a variable or substitution needs approval.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+from .patterns import DANGEROUS, DENY, INJECTION, NEVER_AUTO_APPROVE, CommandPattern
+from .unwrap import MAX_DEPTH, Invocation, ParsedCommand, parse
+
+__all__ = ["CommandVerdict", "analyze"]
+
+Action = Literal["allow", "approve", "deny"]
+
+_WHY = {
+    "deny": "a destructive or forbidden command",
+    "dangerous": "privilege escalation or access to secrets",
+    "injection": "a command-injection or exfiltration pattern",
+    "structure": "a command that cannot be checked safely",
+    "never-auto-approve": "an irreversible operation",
+}
+#: What pipes into a shell, and how the seeds name that.
+_PRODUCERS = {
+    "curl": ("deny", "curl | sh"),
+    "wget": ("deny", "wget -O - | sh"),
+    "base64": ("deny", "base64 -d | sh"),
+    "printf": ("injection", "printf | sh"),
+    "xxd": ("injection", "xxd | sh"),
+    "rev": ("injection", "rev | sh"),
+}
+
+
+class CommandVerdict(NamedTuple):
+    action: Action
+    #: deny | dangerous | injection | structure | never-auto-approve ("" when allowed)
+    category: str = ""
+    #: The pattern's label (``rm -rf``, ``curl | sh``…).
+    label: str = ""
+    #: The view of the command that matched, for audits.
+    evidence: str = ""
+
+    @property
+    def reason(self) -> str:
+        if self.action == "allow":
+            return "no pattern matched"
+        return f"{_WHY.get(self.category, self.category)} ({self.category} pattern {self.label!r})"
+
+    @property
+    def message(self) -> str:
+        """What the model is told."""
+        if self.action == "deny":
+            return (
+                f"command blocked by safety policy: it matches {self.reason}. It is never run, "
+                "however it is wrapped or quoted; use a safer command."
+            )
+        if self.action == "approve":
+            return f"this command needs a person's approval every time: {self.reason}"
+        return "allowed"
+
+
+def analyze(command: str) -> CommandVerdict:
+    """The verdict on one command line: the first deny, else the first approval, else
+    allow."""
+    if "\x00" in command:
+        return CommandVerdict("deny", "injection", "null byte", repr(command[:200]))
+    parsed = parse(command)
+    if parsed.error is not None:
+        return CommandVerdict("deny", "structure", f"unparseable: {parsed.error}", command[:200])
+    if parsed.too_deep:
+        label = f"nested deeper than {MAX_DEPTH} levels"
+        return CommandVerdict("deny", "structure", label, command[:200])
+    free, anchored = _views(parsed)
+    for table in (DENY, DANGEROUS, INJECTION):
+        found = _match(table, free, anchored)
+        if found is not None:
+            return CommandVerdict("deny", found[0].category, found[0].label, found[1])
+    structural = _structure(parsed)
+    if structural is not None:
+        return structural
+    found = _match(NEVER_AUTO_APPROVE, free, anchored)
+    if found is not None:
+        return CommandVerdict("approve", found[0].category, found[0].label, found[1])
+    for invocation in parsed.invocations:
+        if invocation.dynamic_name:
+            label = "command name from a variable or substitution"
+            return CommandVerdict("approve", "never-auto-approve", label, invocation.text())
+    return CommandVerdict("allow")
+
+
+def _views(parsed: ParsedCommand) -> tuple[list[str], list[str]]:
+    """(views any pattern may match anywhere in, single-command views for anchored ones)."""
+    commands = [inv.text() for inv in parsed.invocations]
+    wrapped = [" ".join(inv.original) for inv in parsed.invocations if inv.wrappers]
+    pipelines = [" | ".join(inv.text() for inv in p) for p in parsed.pipelines]
+    free = [source for _, source in parsed.sources] + commands + wrapped + pipelines
+    free.append(" ; ".join(pipelines))
+    return list(dict.fromkeys(free)), list(dict.fromkeys(commands))
+
+
+def _match(
+    table: tuple[CommandPattern, ...], free: list[str], anchored: list[str]
+) -> tuple[CommandPattern, str] | None:
+    for pattern in table:
+        for view in anchored if pattern.anchored else free:
+            if pattern.regex.search(view):
+                return pattern, view[:200]
+    return None
+
+
+def _structure(parsed: ParsedCommand) -> CommandVerdict | None:
+    for pipeline in parsed.pipelines:
+        for stage, invocation in enumerate(pipeline):
+            if invocation.runs_dynamic_script:
+                label = "shell running a script made at run time"
+                return CommandVerdict("deny", "structure", label, invocation.text())
+            if stage > 0 and invocation.runs_stdin:
+                return _piped_into_shell(pipeline[:stage], invocation)
+    return None
+
+
+def _piped_into_shell(producers: list[Invocation], shell: Invocation) -> CommandVerdict:
+    evidence = " | ".join(inv.text() for inv in [*producers, shell])[:200]
+    for producer in producers:
+        if producer.name in _PRODUCERS:
+            category, label = _PRODUCERS[producer.name]
+            return CommandVerdict("deny", category, label, evidence)
+    return CommandVerdict(
+        "deny", "injection", f"… | {shell.name} (text piped into a shell)", evidence
+    )

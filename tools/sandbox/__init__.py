@@ -1,0 +1,25 @@
+"""The Docker sandbox: one container per session, commands via ``docker exec``.
+
+    async with SandboxManager(SandboxConfig(workspace_access="rw"), executor=hub_executor,
+                              record=record) as sandbox:
+        tools = exec_tools(ExecConfig(), workspace=env, sandbox=sandbox)
+
+``release(sandbox_key)`` when a session ends; ``aclose()`` when the system closes.
+"""
+
+from .config import DEFAULT_IMAGE, SandboxConfig
+from .errors import SandboxClosed, SandboxFailure, SandboxUnavailable
+from .manager import SandboxManager, sandbox_stream
+from .process import SandboxProcess, wrapped_command
+
+__all__ = [
+    "DEFAULT_IMAGE",
+    "SandboxClosed",
+    "SandboxConfig",
+    "SandboxFailure",
+    "SandboxManager",
+    "SandboxProcess",
+    "SandboxUnavailable",
+    "sandbox_stream",
+    "wrapped_command",
+]
