@@ -2,12 +2,20 @@
 
 ProjectionError
  ├── ProjectionFailed     a projection's handler raised; it is stopped at that position
- └── NotCaughtUp          wait_until() timed out before the read models reached a position
+ ├── NotCaughtUp          wait_until() timed out before the read models reached a position
+ ├── ReadModelsUnavailable  the read-model file is missing, foreign, or the reader is closed
+ └── InvalidProjection    a projection's name, DDL or types cannot be used
 """
 
 from __future__ import annotations
 
-__all__ = ["NotCaughtUp", "ProjectionError", "ProjectionFailed"]
+__all__ = [
+    "InvalidProjection",
+    "NotCaughtUp",
+    "ProjectionError",
+    "ProjectionFailed",
+    "ReadModelsUnavailable",
+]
 
 
 class ProjectionError(Exception):
@@ -15,6 +23,8 @@ class ProjectionError(Exception):
 
 
 class ProjectionFailed(ProjectionError):
+    """``name`` stopped before the event at ``position``, whose handler raised ``error``."""
+
     def __init__(self, name: str, position: int, error: str) -> None:
         super().__init__(f"projection {name!r} failed at position {position}: {error}")
         self.name, self.position, self.error = name, position, error
@@ -22,3 +32,11 @@ class ProjectionFailed(ProjectionError):
 
 class NotCaughtUp(ProjectionError):
     """The read models did not reach the position in time."""
+
+
+class ReadModelsUnavailable(ProjectionError):
+    """The read-model database cannot be opened or read (or this handle is closed)."""
+
+
+class InvalidProjection(ProjectionError):
+    """A projection definition is unusable (bad name, duplicate name, bad DDL)."""

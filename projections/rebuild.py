@@ -1,19 +1,39 @@
-"""Rebuild read models from position 1 into a fresh file, then swap it in atomically."""
+"""Rebuild read models from position 1 into a fresh file, then swap them in atomically.
+
+The rebuild never writes the live file until it is complete: it folds the whole log into
+``<views>.rebuilding`` (no fsync per batch: it is thrown away if anything goes wrong),
+then either renames it into place (no read-model file yet) or copies its tables into the
+live file in ONE transaction, which readers and a live runner in other processes see as
+one atomic change. A live runner finds its checkpoint moved and carries on from there.
+"""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+import structlog
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from events import EventStore
 
+from ._db import connect_views, on_thread
 from .base import Projection
 from .runner import ProjectionRunner
 
 __all__ = ["rebuild"]
+
+_log = structlog.get_logger("clawlog.projections.rebuild")
 
 
 async def rebuild(
@@ -22,30 +42,102 @@ async def rebuild(
     projections: Sequence[Projection],
     *,
     show_progress: bool = True,
-    batch_size: int = 5000,
+    batch_size: int = 10_000,
+    console: Console | None = None,
 ) -> int:
-    """Fold the whole log into ``target`` (replacing it only when complete); return the
-    position reached. Readers of the old file keep reading it until the swap."""
+    """Fold the whole log into fresh tables for ``projections`` and swap them into
+    ``target``; return the position the rebuilt read models reached.
+
+    Other projections in ``target`` are left alone. A progress bar (rich) goes to
+    stderr unless ``show_progress`` is false."""
     target = Path(target)
     building = target.with_name(target.name + ".rebuilding")
-    for leftover in (building, Path(f"{building}-wal"), Path(f"{building}-shm")):
-        leftover.unlink(missing_ok=True)
-    head = await store.head_position()
-    runner = ProjectionRunner(store, building, projections, batch_size=batch_size)
+    _remove(building, "", "-journal", "-wal", "-shm")
     columns = (
         TextColumn("rebuilding read models"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TimeRemainingColumn(),
     )
-    with Progress(*columns, disable=not show_progress) as progress:
-        task = progress.add_task("events", total=head or 1)
-        position = 0
-        while position < head:
-            position = await runner.catch_up_step()
-            progress.update(task, completed=min(position, head))
-    runner.close()
-    os.replace(building, target)
-    for stale in (Path(f"{target}-wal"), Path(f"{target}-shm")):
-        stale.unlink(missing_ok=True)
-    return head
+    progress = Progress(
+        *columns, console=console or Console(stderr=True), disable=not show_progress
+    )
+    try:
+        with progress:
+            task = progress.add_task("events", total=await store.head_position() or 1)
+            async with ProjectionRunner(
+                store, building, projections, batch_size=batch_size, building=True
+            ) as runner:
+                position = await runner.catch_up(
+                    lambda done, total: progress.update(task, completed=done, total=total)
+                )
+                await runner.create_deferred_indexes()
+                failed = [s for s in runner.statuses() if s.status != "ok"]
+            for status in failed:
+                _log.warning(
+                    "projection failed during the rebuild",
+                    projection=status.name,
+                    position=status.failed_at,
+                    error=status.error,
+                )
+            await _swap(building, target, projections)
+    finally:
+        _remove(building, "", "-journal")
+    return position
+
+
+async def _swap(building: Path, target: Path, projections: Sequence[Projection]) -> None:
+    _fsync(building)
+    if not target.exists():
+        # Nobody has the file open, so a rename is atomic and safe; stale WAL files of a
+        # deleted predecessor would be replayed into the new file: remove them first.
+        _remove(target, "-wal", "-shm")
+        os.replace(building, target)
+        _fsync(target.parent)
+        return
+    conn = await connect_views(target, "write")
+    try:
+        await on_thread(conn, _copy_tables, str(building), list(projections))
+    finally:
+        await conn.close()
+
+
+def _copy_tables(conn: sqlite3.Connection, building: str, projections: list[Projection]) -> None:
+    """Replace each projection's tables and checkpoint in ``conn`` by the rebuilt ones."""
+    conn.execute("ATTACH DATABASE ? AS rebuilt", (building,))
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for projection in projections:
+                for table in projection.table_names:
+                    conn.execute(f"DROP TABLE IF EXISTS main.{table}")
+                for ddl in projection.tables:
+                    conn.execute(ddl)  # unqualified CREATE statements create in main
+                for table in projection.table_names:
+                    conn.execute(f"INSERT INTO main.{table} SELECT * FROM rebuilt.{table}")
+            marks = ",".join("?" * len(projections))
+            conn.execute(
+                "INSERT OR REPLACE INTO main.projection_checkpoints SELECT * FROM "
+                f"rebuilt.projection_checkpoints WHERE name IN ({marks})",
+                [p.name for p in projections],
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    finally:
+        conn.execute("DETACH DATABASE rebuilt")
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove(path: Path, *suffixes: str) -> None:
+    for suffix in suffixes:
+        Path(f"{path}{suffix}").unlink(missing_ok=True)

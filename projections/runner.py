@@ -1,247 +1,281 @@
 """Runs projections: catch up from each checkpoint, then follow the live log.
 
 Each batch of events is applied to every projection inside ONE SQLite transaction that
-also moves that projection's checkpoint, so a crash between batches never applies an
-event twice nor skips one (exactly once). A projection whose handler raises is marked
-failed at that position (with the error) and left behind; the others keep going.
+also moves that projection's checkpoint, so a crash between (or during) batches never
+applies an event twice nor skips one (exactly once). A projection whose handler raises is
+marked failed at that position, with the error; the others keep going.
+
+The read models live in their own SQLite file (``clawlog.views.db`` next to
+``clawlog.db``), written by one aiosqlite connection: a whole batch is one call on its
+thread, so the event loop never blocks on SQLite and the log's writer never waits for us.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import sqlite3
-from collections.abc import Sequence
+import gc
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from types import TracebackType
+from typing import Literal
 
+import aiosqlite
 import structlog
 
-from events import EventStore, RecordedEvent
+from events import EventStore
 
-from .base import Projection
-from .errors import NotCaughtUp
+from ._apply import Batch, ProjectionStatus, apply_batch, create_indexes, prepare
+from ._db import connect_views, on_thread, views_path_for
+from ._reading import ReadPlan
+from .base import Projection, validate_projections
+from .errors import NotCaughtUp, ProjectionError, ProjectionFailed, ReadModelsUnavailable
 
 __all__ = ["ProjectionRunner", "ProjectionStatus"]
 
 _log = structlog.get_logger("clawlog.projections")
-_CHECKPOINTS = """CREATE TABLE IF NOT EXISTS projection_checkpoints (
-    name TEXT PRIMARY KEY, version INTEGER NOT NULL, position INTEGER NOT NULL,
-    status TEXT NOT NULL, error TEXT)"""
-
-
-class ProjectionStatus(tuple[str, int, int, str, str | None]):
-    """(name, version, position, status, error) as stored."""
+Progress = Callable[[int, int], None]
 
 
 class ProjectionRunner:
-    """Owns one read-model SQLite file; feeds it from ``store`` (bound to its loop)."""
+    """Feeds ``projections`` from ``store`` into the read-model file ``views``.
+
+    ``views=None`` puts it next to an SQLite log (``clawlog.db`` → ``clawlog.views.db``).
+    Use ``async with ProjectionRunner(...) as runner:`` then ``await runner.catch_up()``
+    or ``runner.start()`` (catch up, then follow live until stopped)."""
 
     def __init__(
         self,
         store: EventStore,
-        path: str | Path,
+        views: str | Path | None,
         projections: Sequence[Projection],
         *,
         batch_size: int = 2000,
+        building: bool = False,
     ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        validate_projections(projections)
         self.store = store
-        self.path = Path(path)
+        self.path = Path(views) if views is not None else _default_views(store)
         self.projections = list(projections)
         self.batch_size = batch_size
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(_CHECKPOINTS)
-        self._positions: dict[str, int] = {}
-        self._failed: set[str] = set()
-        self._progress = asyncio.Condition()
+        self._building = building
+        self._plan = ReadPlan(store, self.projections)
+        self._conn: aiosqlite.Connection | None = None
+        self._statuses: dict[str, ProjectionStatus] = {}
+        self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
-        self._prepare()
+        self._state: Literal["unopened", "open", "closed"] = "unopened"
 
-    # -- setup --------------------------------------------------------------------------
-    def _prepare(self) -> None:
-        for projection in self.projections:
-            row = self._db.execute(
-                "SELECT version, position, status FROM projection_checkpoints WHERE name = ?",
-                (projection.name,),
-            ).fetchone()
-            if row is None or row[0] != projection.version:
-                self._reset(projection)
-                row = (projection.version, 0, "ok")
-            for ddl in projection.tables:
-                self._db.execute(ddl)
-            self._positions[projection.name] = row[1]
-            if row[2] == "failed":
-                self._failed.add(projection.name)
+    # -- lifecycle ----------------------------------------------------------------------
+    async def open(self) -> ProjectionRunner:
+        """Open the read-model file, create missing tables and reset every projection
+        whose ``version`` changed (it is rebuilt from position 1 by the next catch-up)."""
+        if self._state != "unopened":
+            raise ProjectionError(f"this ProjectionRunner is {self._state}; create a new one")
+        self._conn = await connect_views(self.path, "build" if self._building else "write")
+        try:
+            statuses, reset = await on_thread(self._conn, prepare, self.projections, self._building)
+        except BaseException:
+            await self._conn.close()
+            raise
+        self._keep(statuses)
+        for name, old in reset.items():
+            if old is not None:  # readers see it empty until it has caught up again
+                _log.warning(
+                    "projection version changed: rebuilding it from position 1",
+                    projection=name,
+                    old_version=old,
+                    views=str(self.path),
+                )
+        self._state = "open"
+        return self
 
-    def _reset(self, projection: Projection) -> None:
-        self._db.execute("BEGIN")
-        for table in projection.table_names:
-            self._db.execute(f"DROP TABLE IF EXISTS {table}")
-        self._db.execute(
-            "INSERT OR REPLACE INTO projection_checkpoints VALUES (?, ?, 0, 'ok', NULL)",
-            (projection.name, projection.version),
-        )
-        self._db.execute("COMMIT")
+    async def __aenter__(self) -> ProjectionRunner:
+        return await self.open()
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop following and close the file. Safe to call twice."""
+        if self._state == "closed":
+            return
+        try:
+            with contextlib.suppress(Exception):
+                await self.stop()
+        finally:
+            self._state = "closed"
+            if self._conn is not None:
+                await self._conn.close()
+            async with self._changed:
+                self._changed.notify_all()
 
     # -- running ------------------------------------------------------------------------
-    async def catch_up(self) -> int:
-        """Apply everything up to the current head; return the position reached."""
-        head = await self.store.head_position()
-        while min(self._active_positions(), default=head) < head:
-            start = min(self._active_positions()) + 1
-            batch = await self.store.read_all(start, self.batch_size, types=self._types())
-            if not batch:
-                self._advance_to(head)
-                break
-            await self._apply(batch)
-        return head
+    async def catch_up(self, on_progress: Progress | None = None) -> int:
+        """Apply everything up to the head as it is now; return the position reached.
 
-    async def catch_up_step(self) -> int:
-        """Apply one batch towards the head; return the lowest checkpoint (for progress)."""
-        head = await self.store.head_position()
-        lowest = min(self._active_positions(), default=head)
-        if lowest < head:
-            batch = await self.store.read_all(lowest + 1, self.batch_size, types=self._types())
-            if batch:
-                await self._apply(batch)
-            else:
-                self._advance_to(head)
-        return min(self._active_positions(), default=head)
+        Reads and writes alternate: overlapping them is slower, because both are mostly
+        Python work and SQLite releases the GIL for every row, so the threads convoy."""
+        conn = self._check_open()
+        target = await self.store.head_position()
+        while self._healthy() and (lowest := self.position) < target:
+            with _gc_paused(self._building):
+                await self._apply(conn, await self._plan.read(lowest + 1, self.batch_size))
+            if on_progress is not None:
+                on_progress(min(self.position, target), target)
+        return self.position
 
-    def close(self) -> None:
-        """Checkpoint the WAL into the file and close it (no runner task may be running)."""
-        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        self._db.close()
+    async def create_deferred_indexes(self) -> None:
+        """A building runner (``building=True``) leaves CREATE INDEX statements until the
+        fold is done; this runs them. Handlers find rows by primary key or UNIQUE key."""
+        await on_thread(self._check_open(), create_indexes, self.projections)
 
     async def run(self) -> None:
-        """Catch up, then follow live until cancelled."""
-        await self.catch_up()
-        start = min(self._active_positions(), default=0) + 1
-        async with self.store.subscribe(
-            start, types=self._types(), batch_size=self.batch_size
-        ) as events:
+        """Catch up, then follow the live log until cancelled or the store closes."""
+        self._check_open()
+        while self._healthy():
+            await self.catch_up()
+            if not self._healthy() or not await self._follow():
+                return
+
+    async def _follow(self) -> bool:
+        """Apply live batches; True when a checkpoint moved back and a catch-up is due."""
+        conn = self._check_open()
+        start = self.position + 1
+        async with self.store.subscribe(start, batch_size=self.batch_size) as events:
             while True:
-                batch = await events.next_batch()
-                await self._apply(batch)
+                try:
+                    got = await events.next_batch()
+                except StopAsyncIteration:
+                    return False  # the store was closed
+                through = max(got[-1].position, events.next_position - 1)
+                await self._apply(conn, self._plan.route_recorded(got, start, through))
+                if not self._healthy():
+                    return False
+                if self.position < through:
+                    return True
+                start = through + 1
 
     def start(self) -> asyncio.Task[None]:
-        self._task = asyncio.create_task(self.run(), name="clawlog-projections")
+        """Run in a task of the current loop; ``stop()`` or ``aclose()`` ends it."""
+        self._check_open()
+        if self._task is not None and not self._task.done():
+            raise ProjectionError("this runner is already running")
+        self._task = asyncio.create_task(self.run(), name=f"clawlog-projections:{self.path.name}")
+        self._task.add_done_callback(self._report_crash)
         return self._task
 
+    def _report_crash(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            _log.error(
+                "projection runner stopped", views=str(self.path), error=repr(task.exception())
+            )
+
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                await self._task
-            self._task = None
-        self._db.close()
+        """Stop following; re-raise what ended the task if it failed."""
+        task, self._task = self._task, None
+        if task is None:
+            return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
-    async def wait_until(self, position: int, timeout: float = 10.0) -> None:
-        """Return once every healthy projection has applied ``position`` (read your writes).
+    async def _apply(self, conn: aiosqlite.Connection, batch: Batch) -> None:
+        statuses = await on_thread(conn, apply_batch, self.projections, batch)
+        self._keep(statuses)
+        async with self._changed:
+            self._changed.notify_all()
 
-        Events the projections do not read count as applied: if nothing relevant lies
-        between a checkpoint and ``position``, the checkpoint moves there."""
-        try:
-            async with asyncio.timeout(timeout):
-                while True:
-                    lowest = min(self._active_positions(), default=position)
-                    if lowest >= position:
-                        return
-                    written = await self.store.head_position() >= position
-                    pending = await self.store.read_all(lowest + 1, 1, types=self._types())
-                    if written and (not pending or pending[0].position > position):
-                        self._advance_to(position)
-                        return
-                    async with self._progress:
-                        with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(self._progress.wait(), 0.2)
-        except TimeoutError as exc:
-            raise NotCaughtUp(
-                f"read models did not reach position {position} in {timeout} s"
-            ) from exc
+    def _keep(self, statuses: dict[str, ProjectionStatus]) -> None:
+        for projection in self.projections:
+            status = statuses.get(projection.name) or ProjectionStatus(
+                projection.name, projection.version, 0, "failed", "its checkpoint row is gone"
+            )
+            before = self._statuses.get(projection.name)
+            if status.status == "failed" and (before is None or before.status != "failed"):
+                _log.error(
+                    "projection failed",
+                    projection=status.name,
+                    position=status.failed_at,
+                    error=status.error,
+                )
+            self._statuses[projection.name] = status
+
+    # -- state ----------------------------------------------------------------------------
+    @property
+    def position(self) -> int:
+        """The lowest checkpoint of the healthy projections (0 when none is healthy)."""
+        return min((s.position for s in self._healthy()), default=0)
 
     def statuses(self) -> list[ProjectionStatus]:
-        return [
-            ProjectionStatus(row)
-            for row in self._db.execute(
-                "SELECT name, version, position, status, error FROM projection_checkpoints "
-                "ORDER BY name"
-            )
-        ]
+        """Every projection's checkpoint as of the last committed batch, by name."""
+        return sorted(self._statuses.values(), key=lambda s: s.name)
 
-    # -- one batch, one transaction -------------------------------------------------------
-    async def _apply(self, batch: list[RecordedEvent]) -> None:
-        last = batch[-1].position
-        self._db.execute("BEGIN")
+    def _healthy(self) -> list[ProjectionStatus]:
+        return [s for s in self._statuses.values() if s.status == "ok"]
+
+    async def wait_until(
+        self, position: int, timeout: float = 10.0, names: Sequence[str] | None = None
+    ) -> None:
+        """Return once the projections (all, or ``names``) have applied ``position``.
+
+        Raises :class:`ProjectionFailed` if one of them failed before it, and
+        :class:`NotCaughtUp` after ``timeout`` seconds."""
+        wanted = list(names) if names is not None else [p.name for p in self.projections]
+        unknown = set(wanted) - set(self._statuses)
+        if unknown and self._state == "open":
+            raise ProjectionError(f"this runner has no projection named {sorted(unknown)}")
         try:
-            for projection in self.projections:
-                if projection.name not in self._failed:
-                    self._apply_one(projection, batch, last)
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        async with self._progress:
-            self._progress.notify_all()
+            async with asyncio.timeout(timeout), self._changed:
+                await self._changed.wait_for(lambda: self._reached(position, wanted))
+        except TimeoutError as exc:
+            raise NotCaughtUp(
+                f"read models did not reach position {position} in {timeout} s (at {self.position})"
+            ) from exc
 
-    def _apply_one(self, projection: Projection, batch: list[RecordedEvent], last: int) -> None:
-        done = self._positions[projection.name]
-        wanted = set(projection.types) if projection.types is not None else None
-        todo = [e for e in batch if e.position > done and (wanted is None or e.type in wanted)]
-        self._db.execute(f"SAVEPOINT p_{projection.name}")
-        batch_handler = getattr(projection, "handle_batch", None)
-        if batch_handler is not None:
-            try:
-                batch_handler(self._db, todo)
-                todo = []  # all applied; on failure fall back to one by one to find it
-            except Exception:
-                self._db.execute(f"ROLLBACK TO p_{projection.name}")
-        for index, event in enumerate(todo):
-            try:
-                projection.handle(self._db, event)
-            except Exception as exc:
-                # Undo the half-applied batch, re-apply what came before the failing event
-                # (handlers are deterministic), and stop just before it.
-                self._db.execute(f"ROLLBACK TO p_{projection.name}")
-                for earlier in todo[:index]:
-                    projection.handle(self._db, earlier)
-                self._db.execute(f"RELEASE p_{projection.name}")
-                self._mark_failed(projection, event.position, exc)
-                return
-        self._db.execute(
-            "UPDATE projection_checkpoints SET position = ? WHERE name = ?", (last, projection.name)
-        )
-        self._db.execute(f"RELEASE p_{projection.name}")
-        self._positions[projection.name] = last
+    def _reached(self, position: int, names: Sequence[str]) -> bool:
+        if self._state != "open":
+            raise ReadModelsUnavailable(f"the runner for {self.path} is {self._state}")
+        return all(_applied(self._statuses[name], position) for name in names)
 
-    def _mark_failed(self, projection: Projection, position: int, error: Exception) -> None:
-        message = f"{type(error).__name__}: {error}"
-        _log.error(
-            "projection failed", projection=projection.name, position=position, error=message
-        )
-        self._db.execute(
-            "UPDATE projection_checkpoints SET position = ?, status = 'failed', "
-            "error = ? WHERE name = ?",
-            (position - 1, message, projection.name),
-        )
-        self._positions[projection.name] = position - 1
-        self._failed.add(projection.name)
+    def _check_open(self) -> aiosqlite.Connection:
+        if self._state != "open" or self._conn is None:
+            raise ProjectionError(
+                f"the runner for {self.path} is {self._state}: use `async with` or open()"
+            )
+        return self._conn
 
-    def _advance_to(self, head: int) -> None:
-        for name in list(self._positions):
-            if name not in self._failed and self._positions[name] < head:
-                self._db.execute(
-                    "UPDATE projection_checkpoints SET position = ? WHERE name = ?", (head, name)
-                )
-                self._positions[name] = head
 
-    def _active_positions(self) -> list[int]:
-        return [p for n, p in self._positions.items() if n not in self._failed]
+def _applied(status: ProjectionStatus, position: int) -> bool:
+    """True if ``status`` covers ``position``; raise if it failed before reaching it."""
+    if status.position >= position:
+        return True
+    if status.status == "failed":
+        raise ProjectionFailed(status.name, status.failed_at or 0, status.error or "")
+    return False
 
-    def _types(self) -> list[str] | None:
-        kinds: set[str] = set()
-        for projection in self.projections:
-            if projection.types is None:
-                return None
-            kinds.update(projection.types)
-        return sorted(kinds)
+
+def _default_views(store: EventStore) -> Path:
+    log_path = getattr(store.backend, "path", None)
+    if log_path is None:
+        raise ProjectionError("this store is not an SQLite file: give the read-model path")
+    return views_path_for(log_path)
+
+
+@contextlib.contextmanager
+def _gc_paused(pause: bool) -> Iterator[None]:
+    """Pause the cyclic garbage collector for one rebuild batch: a batch allocates some
+    100k objects that all live until it is written, which the collector would otherwise
+    walk again and again (15% of a rebuild). Reference counting still frees them."""
+    if not pause or not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
+
+import msgspec
 
 from events import RecordedEvent
 
-__all__ = ["SessionHistory", "SessionHistoryReader"]
+from ..readers import Reader, where
+
+__all__ = ["HistoryEntry", "SessionHistory", "SessionHistoryReader"]
 
 _INSERT = "INSERT INTO session_history VALUES (?, ?, ?, ?, ?, ?, ?)"
 
@@ -33,59 +38,65 @@ class SessionHistory:
     )
 
     def handle(self, conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-        row = self._row(recorded)
-        if row is not None:
-            conn.execute(_INSERT, row)
+        self.handle_batch(conn, [recorded])
 
     def handle_batch(self, conn: sqlite3.Connection, events: list[RecordedEvent]) -> None:
         """The same rows as ``handle``, written with one executemany."""
-        conn.executemany(_INSERT, [r for r in map(self._row, events) if r is not None])
-
-    @staticmethod
-    def _row(recorded: RecordedEvent) -> tuple[Any, ...] | None:
-        if not recorded.stream.startswith(("session/", "subagent/")):
-            return None
-        event: Any = recorded.event
-        match recorded.type:
-            case "session.turn_started":
-                row = ("user", event.sender, event.text)
-            case "session.turn_completed":
-                row = ("reply", recorded.stream.split("/")[1], event.reply)
-            case "session.turn_failed":
-                row = ("failed", "clawlog", f"{event.reason}: {event.message}")
-            case "session.turn_cancelled":
-                row = ("cancelled", event.by, "")
-            case "tool.call_completed":
-                row = ("tool", event.tool, event.for_llm[:2000])
-            case "tool.call_failed":
-                row = ("tool_failed", event.tool, event.message[:2000])
-            case _:
-                row = ("tool_refused", event.tool, f"{event.step}: {event.reason}")
-        return (
-            recorded.position,
-            recorded.stream,
-            recorded.correlation_id,
-            *row,
-            recorded.recorded_at,
-        )
+        rows = []
+        for r in events:
+            if r.stream.startswith(_SESSION_STREAMS):
+                kind, who, text = _LINES[r.type](r.event, r.stream)
+                rows.append(
+                    (r.position, r.stream, r.correlation_id, kind, who, text, r.recorded_at)
+                )
+        conn.executemany(_INSERT, rows)
 
 
-class SessionHistoryReader:
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
+_SESSION_STREAMS = ("session/", "subagent/")
+#: (kind, who, text) of a history line, per event tag.
+_LINES: dict[str, Callable[[Any, str], tuple[str, str, str]]] = {
+    "session.turn_started": lambda e, stream: ("user", e.sender, e.text),
+    "session.turn_completed": lambda e, stream: ("reply", stream.split("/")[1], e.reply),
+    "session.turn_failed": lambda e, stream: ("failed", "clawlog", f"{e.reason}: {e.message}"),
+    "session.turn_cancelled": lambda e, stream: ("cancelled", e.by, ""),
+    "tool.call_completed": lambda e, stream: ("tool", e.tool, e.for_llm[:2000]),
+    "tool.call_failed": lambda e, stream: ("tool_failed", e.tool, e.message[:2000]),
+    "tool.call_refused": lambda e, stream: ("tool_refused", e.tool, f"{e.step}: {e.reason}"),
+}
 
-    def page(
-        self, stream: str, *, after: int = 0, limit: int = 100, kinds: tuple[str, ...] | None = None
-    ) -> list[tuple[Any, ...]]:
-        """Rows of ``stream`` after position ``after`` (pagination), optionally by kind."""
-        sql = (
-            "SELECT position, turn_id, kind, who, text FROM session_history "
-            "WHERE stream = ? AND position > ?"
-        )
+
+class HistoryEntry(msgspec.Struct, frozen=True):
+    """One line of a session's history. ``kind``: user | reply | failed | cancelled |
+    tool | tool_failed | tool_refused; ``who``: the sender, agent or tool."""
+
+    position: int
+    stream: str
+    turn_id: str | None
+    kind: str
+    who: str
+    text: str
+    recorded_at: float
+
+
+class SessionHistoryReader(Reader):
+    projection: ClassVar[str] = "session_history"
+
+    async def page(
+        self,
+        stream: str,
+        *,
+        after: int = 0,
+        limit: int = 100,
+        kinds: Sequence[str] | None = None,
+    ) -> list[HistoryEntry]:
+        """Entries of ``stream`` after position ``after`` (pagination), optionally by kind."""
+        clauses: list[str] = ["stream = ?", "position > ?"]
         params: list[Any] = [stream, after]
         if kinds:
-            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            clauses.append(f"kind IN ({','.join('?' * len(kinds))})")
             params.extend(kinds)
-        sql += " ORDER BY position LIMIT ?"
-        params.append(limit)
-        return list(self._conn.execute(sql, params))
+        rows = await self.models.query(
+            f"SELECT * FROM session_history{where(clauses)} ORDER BY position LIMIT ?",
+            [*params, limit],
+        )
+        return [HistoryEntry(*row) for row in rows]

@@ -1,123 +1,318 @@
-"""Tool-call audit: one row per call with how it ended and why (refusals, approvals)."""
+"""Tool-call audit: one row per call with how it ended, plus every reason given on the way
+(refusals with their step and rule, approval requests and decisions, loop warnings,
+failures)."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
+
+import msgspec
 
 from events import RecordedEvent
 
-__all__ = ["ToolAudit", "ToolAuditReader"]
+from ..readers import Reader, where
 
-_COLUMNS = ("step", "reason", "error_kind", "approval", "approved_by", "duration_ms")
-#: One statement per event: insert the call, or move its status and fill what it adds.
+__all__ = ["AuditReason", "AuditedCall", "ToolAudit", "ToolAuditReader"]
+
+
+class AuditedCall(msgspec.Struct, frozen=True):
+    """One tool call. ``status``: requested | refused | awaiting_approval | approved |
+    denied | running | completed | failed."""
+
+    #: Position of the call's first event (the pagination cursor).
+    position: int
+    stream: str
+    #: The turn (correlation id) the call belongs to.
+    turn_id: str
+    call_id: str
+    tool: str
+    status: str | None
+    #: Position of the call's latest event.
+    last_position: int
+    agent: str | None
+    session_key: str | None
+    requested_at: float | None
+    #: The step that refused it: resolve, policy, validation, rate_limit, loop_detection,
+    #: approval (None if it was not refused).
+    refused_step: str | None
+    #: Why it was refused, or the failure message of a call that ran and failed.
+    reason: str | None
+    error_kind: str | None
+    finished_at: float | None
+    #: allow-once | allow-always | deny | timeout
+    decision: str | None
+    decided_by: str | None
+    duration_ms: float | None
+    truncated: bool | None
+    #: The tool ran but returned an error result.
+    is_error: bool | None
+
+
+class AuditReason(msgspec.Struct, frozen=True):
+    """A reason recorded for a call. ``kind``: refused | approval_requested |
+    approval_decided | loop_warning | failed; ``detail``: the step, decision, loop
+    pattern or error kind."""
+
+    position: int
+    stream: str
+    turn_id: str
+    call_id: str
+    tool: str
+    kind: str
+    detail: str
+    reason: str
+    recorded_at: float
+
+
+_COLUMNS = AuditedCall.__struct_fields__
+_SELECT = ", ".join(_COLUMNS)
 _UPSERT = (
-    "INSERT INTO tool_audit (stream, turn_id, call_id, tool, agent, status, requested_at, "
-    "position, step, reason, error_kind, approval, approved_by, duration_ms) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-    "ON CONFLICT (stream, turn_id, call_id) DO UPDATE SET status = excluded.status, "
-    "position = excluded.position, "
-    + ", ".join(f"{c} = coalesce(excluded.{c}, tool_audit.{c})" for c in _COLUMNS)
+    f"INSERT INTO tool_audit ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
+    "ON CONFLICT (stream, turn_id, call_id) DO UPDATE SET "
+    + ", ".join(f"{c} = coalesce(excluded.{c}, tool_audit.{c})" for c in _COLUMNS[4:])
 )
-_STATUS = {
-    "tool.call_requested": "requested",
-    "tool.call_refused": "refused",
-    "tool.approval_requested": "awaiting_approval",
-    "tool.approval_decided": "approval_decided",
-    "tool.call_started": "running",
-    "tool.call_completed": "completed",
-    "tool.call_failed": "failed",
-}
+_REASON = "INSERT INTO tool_audit_reasons VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_DECIDED = {"allow-once": "approved", "allow-always": "approved"}
+(
+    _STATUS,
+    _LAST,
+    _AGENT,
+    _SESSION,
+    _REQUESTED,
+    _STEP,
+    _REASON_TEXT,
+    _KIND,
+    _FINISHED,
+    _DECISION,
+    _DECIDED_BY,
+    _DURATION,
+    _TRUNCATED,
+    _IS_ERROR,
+) = range(5, len(_COLUMNS))
 
 
 class ToolAudit:
     name: ClassVar[str] = "tool_audit"
-    version: ClassVar[int] = 1
-    table_names = ("tool_audit",)
-    tables = (
+    version: ClassVar[int] = 2
+    table_names: ClassVar[tuple[str, ...]] = ("tool_audit", "tool_audit_reasons")
+    tables: ClassVar[tuple[str, ...]] = (
         """CREATE TABLE IF NOT EXISTS tool_audit (
-        stream TEXT NOT NULL, turn_id TEXT NOT NULL, call_id TEXT NOT NULL, tool TEXT NOT NULL,
-        agent TEXT, status TEXT NOT NULL, step TEXT, reason TEXT, error_kind TEXT,
-        approval TEXT, approved_by TEXT, duration_ms REAL, requested_at REAL, position INTEGER,
-        PRIMARY KEY (stream, turn_id, call_id))""",
-        "CREATE INDEX IF NOT EXISTS tool_audit_tool ON tool_audit (tool, status)",
+        position INTEGER PRIMARY KEY, stream TEXT NOT NULL, turn_id TEXT NOT NULL,
+        call_id TEXT NOT NULL, tool TEXT NOT NULL, status TEXT, last_position INTEGER NOT NULL,
+        agent TEXT, session_key TEXT, requested_at REAL, refused_step TEXT, reason TEXT,
+        error_kind TEXT, finished_at REAL, decision TEXT, decided_by TEXT, duration_ms REAL,
+        truncated INTEGER, is_error INTEGER, UNIQUE (stream, turn_id, call_id))""",
+        "CREATE INDEX IF NOT EXISTS tool_audit_tool ON tool_audit (tool, position)",
+        "CREATE INDEX IF NOT EXISTS tool_audit_agent ON tool_audit (agent, position)",
+        "CREATE INDEX IF NOT EXISTS tool_audit_session ON tool_audit (session_key, position)",
+        """CREATE TABLE IF NOT EXISTS tool_audit_reasons (
+        position INTEGER PRIMARY KEY, stream TEXT NOT NULL, turn_id TEXT NOT NULL,
+        call_id TEXT NOT NULL, tool TEXT NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL,
+        reason TEXT NOT NULL, recorded_at REAL NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS tool_audit_reasons_call "
+        "ON tool_audit_reasons (stream, turn_id, call_id)",
     )
     types: ClassVar[tuple[str, ...]] = (
-        "tool.call_requested",
-        "tool.call_refused",
-        "tool.approval_requested",
         "tool.approval_decided",
-        "tool.call_started",
+        "tool.approval_requested",
         "tool.call_completed",
         "tool.call_failed",
+        "tool.call_refused",
+        "tool.call_requested",
+        "tool.call_started",
+        "tool.loop_warning",
     )
 
-    def handle(self, conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-        conn.execute(_UPSERT, self._row(recorded))
+    def handle(self, conn: sqlite3.Connection, event: RecordedEvent) -> None:
+        self.handle_batch(conn, [event])
 
     def handle_batch(self, conn: sqlite3.Connection, events: list[RecordedEvent]) -> None:
-        """The same upserts as ``handle``, in order, with one executemany."""
-        conn.executemany(_UPSERT, map(self._row, events))
-
-    @staticmethod
-    def _row(recorded: RecordedEvent) -> tuple[Any, ...]:
-        event: Any = recorded.event
-        extra: dict[str, Any] = {}
-        match recorded.type:
-            case "tool.call_refused":
-                extra = {"step": event.step, "reason": event.reason, "error_kind": event.error_kind}
-            case "tool.approval_decided":
-                extra = {"approval": event.decision, "approved_by": event.by}
-            case "tool.call_completed":
-                extra = {"duration_ms": event.duration_ms}
-            case "tool.call_failed":
-                extra = {
-                    "reason": event.message[:500],
-                    "error_kind": event.error_kind,
-                    "duration_ms": event.duration_ms,
-                }
-        return (
-            recorded.stream,
-            recorded.correlation_id or "",
-            event.call_id,
-            event.tool,
-            getattr(event, "agent", ""),
-            _STATUS[recorded.type],
-            recorded.recorded_at,
-            recorded.position,
-            *(extra.get(c) for c in _COLUMNS),
-        )
+        """The events of one call are merged first (later values win, as the upsert's
+        coalesce would do), so a call costs one upsert per batch, not one per event."""
+        calls: dict[tuple[str, str, str], list[Any]] = {}
+        reasons: list[tuple[Any, ...]] = []
+        for recorded in events:
+            event: Any = recorded.event
+            key = (recorded.stream, recorded.correlation_id or "", event.call_id)
+            row = calls.get(key)
+            if row is None:
+                row = calls[key] = [recorded.position, *key, event.tool, *_EMPTY]
+            row[_LAST] = recorded.position
+            reason = _APPLY[recorded.type](row, event, recorded.recorded_at)
+            if reason is not None:
+                reasons.append((recorded.position, *key, event.tool, *reason, recorded.recorded_at))
+        conn.executemany(_UPSERT, calls.values())
+        if reasons:
+            conn.executemany(_REASON, reasons)
 
 
-class ToolAuditReader:
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
+_EMPTY = (None,) * (len(_COLUMNS) - 5)
+#: Sets the columns an event decides on the call's row; returns its reason row
+#: (kind, detail, text) if it gives one.
+_Apply = Callable[[list[Any], Any, float], tuple[str, str, str] | None]
 
-    def calls(
+
+def _requested(row: list[Any], e: Any, at: float) -> None:
+    row[_STATUS], row[_AGENT], row[_SESSION], row[_REQUESTED] = (
+        "requested",
+        e.agent,
+        e.session_key,
+        at,
+    )
+
+
+def _refused(row: list[Any], e: Any, at: float) -> tuple[str, str, str]:
+    row[_STATUS], row[_STEP], row[_REASON_TEXT], row[_KIND], row[_FINISHED] = (
+        "refused",
+        e.step,
+        e.reason,
+        e.error_kind,
+        at,
+    )
+    return "refused", e.step, f"{e.reason} (rule: {e.rule})" if e.rule else e.reason
+
+
+def _approval_requested(row: list[Any], e: Any, at: float) -> tuple[str, str, str]:
+    row[_STATUS] = "awaiting_approval"
+    return "approval_requested", "approval", e.reason or e.summary
+
+
+def _approval_decided(row: list[Any], e: Any, at: float) -> tuple[str, str, str]:
+    row[_STATUS], row[_DECISION], row[_DECIDED_BY] = (
+        _DECIDED.get(e.decision, "denied"),
+        e.decision,
+        e.by,
+    )
+    return "approval_decided", e.decision, f"by {e.by or 'unknown'}"
+
+
+def _started(row: list[Any], e: Any, at: float) -> None:
+    row[_STATUS] = "running"
+
+
+def _completed(row: list[Any], e: Any, at: float) -> None:
+    row[_STATUS], row[_FINISHED], row[_DURATION], row[_TRUNCATED], row[_IS_ERROR] = (
+        "completed",
+        at,
+        e.duration_ms,
+        e.truncated,
+        e.is_error,
+    )
+
+
+def _failed(row: list[Any], e: Any, at: float) -> tuple[str, str, str]:
+    message = e.message[:500]
+    row[_STATUS], row[_REASON_TEXT], row[_KIND], row[_FINISHED] = (
+        "failed",
+        message,
+        e.error_kind,
+        at,
+    )
+    row[_DURATION], row[_TRUNCATED] = e.duration_ms, e.truncated
+    return "failed", e.error_kind, message
+
+
+def _loop_warning(row: list[Any], e: Any, at: float) -> tuple[str, str, str]:
+    return "loop_warning", e.pattern, e.message  # the call still ran
+
+
+_APPLY: dict[str, _Apply] = {
+    "tool.call_requested": _requested,
+    "tool.call_refused": _refused,
+    "tool.approval_requested": _approval_requested,
+    "tool.approval_decided": _approval_decided,
+    "tool.call_started": _started,
+    "tool.call_completed": _completed,
+    "tool.call_failed": _failed,
+    "tool.loop_warning": _loop_warning,
+}
+
+
+class ToolAuditReader(Reader):
+    """Queries over the audit. Pages go by position: pass the last row's ``position`` as
+    ``after`` for the next page."""
+
+    projection: ClassVar[str] = "tool_audit"
+
+    async def calls(
         self,
         *,
         tool: str | None = None,
-        status: str | None = None,
         agent: str | None = None,
-        stream_prefix: str | None = None,
+        session: str | None = None,
+        stream: str | None = None,
+        status: str | None = None,
+        refused: bool = False,
         since: float | None = None,
+        until: float | None = None,
         after: int = 0,
         limit: int = 100,
-    ) -> list[dict[str, Any]]:
-        """Calls ordered by position; ``after`` is the last position seen (pagination)."""
-        sql, params = "SELECT * FROM tool_audit WHERE position > ?", [after]
-        for column, value in (("tool", tool), ("status", status), ("agent", agent)):
+    ) -> list[AuditedCall]:
+        """Calls in log order. ``session`` is the session key; ``since``/``until``
+        bound the request time (epoch seconds, ``until`` exclusive)."""
+        clauses: list[str] = ["position > ?"]
+        params: list[Any] = [after]
+        for column, value in (
+            ("tool", tool),
+            ("agent", agent),
+            ("session_key", session),
+            ("stream", stream),
+            ("status", status),
+        ):
             if value is not None:
-                sql += f" AND {column} = ?"
+                clauses.append(f"{column} = ?")
                 params.append(value)
-        if stream_prefix is not None:
-            sql += " AND substr(stream, 1, ?) = ?"
-            params += [len(stream_prefix), stream_prefix]
+        if refused:
+            clauses.append("refused_step IS NOT NULL")
         if since is not None:
-            sql += " AND requested_at >= ?"
+            clauses.append("requested_at >= ?")
             params.append(since)
-        sql += " ORDER BY position LIMIT ?"
-        params.append(limit)
-        cursor = self._conn.execute(sql, params)
-        names = [d[0] for d in cursor.description]
-        return [dict(zip(names, row, strict=True)) for row in cursor]
+        if until is not None:
+            clauses.append("requested_at < ?")
+            params.append(until)
+        rows = await self.models.query(
+            f"SELECT {_SELECT} FROM tool_audit{where(clauses)} ORDER BY position LIMIT ?",
+            [*params, limit],
+        )
+        return [_call(row) for row in rows]
+
+    async def call(self, stream: str, turn_id: str, call_id: str) -> AuditedCall | None:
+        rows = await self.models.query(
+            f"SELECT {_SELECT} FROM tool_audit WHERE stream = ? AND turn_id = ? AND call_id = ?",
+            (stream, turn_id, call_id),
+        )
+        return _call(rows[0]) if rows else None
+
+    async def reasons(self, call: AuditedCall) -> list[AuditReason]:
+        """Every reason recorded for ``call``, in log order."""
+        rows = await self.models.query(
+            "SELECT * FROM tool_audit_reasons WHERE stream = ? AND turn_id = ? AND call_id = ? "
+            "ORDER BY position",
+            (call.stream, call.turn_id, call.call_id),
+        )
+        return [AuditReason(*row) for row in rows]
+
+    async def reasons_by_kind(
+        self, kinds: Sequence[str], *, tool: str | None = None, after: int = 0, limit: int = 100
+    ) -> list[AuditReason]:
+        """Reasons of the given kinds across calls (e.g. every refusal), in log order."""
+        clauses = [f"kind IN ({','.join('?' * len(kinds))})", "position > ?"]
+        params: list[Any] = [*kinds, after]
+        if tool is not None:
+            clauses.append("tool = ?")
+            params.append(tool)
+        rows = await self.models.query(
+            f"SELECT * FROM tool_audit_reasons{where(clauses)} ORDER BY position LIMIT ?",
+            [*params, limit],
+        )
+        return [AuditReason(*row) for row in rows]
+
+
+def _call(row: tuple[Any, ...]) -> AuditedCall:
+    values = list(row)
+    for index in (_TRUNCATED, _IS_ERROR):  # SQLite stores booleans as 0/1
+        if values[index] is not None:
+            values[index] = bool(values[index])
+    return AuditedCall(*values)

@@ -1,0 +1,121 @@
+"""How the runner reads the log: one query per batch, filtered by type in SQL, payloads
+decoded only for the projections that read them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from events import CorruptEvent, EventRegistry, EventStore, RecordedEvent
+from events.envelope import StoredRecord
+
+from ._apply import Batch
+from .base import Projection
+
+__all__ = ["ReadPlan"]
+
+#: (projections given the decoded event, projections given the row as it is)
+_Route = tuple[tuple[int, ...], tuple[int, ...]]
+
+
+class ReadPlan:
+    """Which events each projection gets, and the cheapest read that yields them."""
+
+    def __init__(self, store: EventStore, projections: Sequence[Projection]) -> None:
+        self._store = store
+        self._wanted = [None if p.types is None else frozenset(p.types) for p in projections]
+        self._envelope_only = [bool(getattr(p, "envelope_only", False)) for p in projections]
+        #: Envelope-only projections of every type get the batch's rows as they are.
+        self._every_envelope = [
+            i for i, w in enumerate(self._wanted) if w is None and self._envelope_only[i]
+        ]
+        self._routes: dict[str, _Route] = {}
+        self.types = _union(self._wanted)
+
+    async def read(self, start: int, limit: int) -> Batch:
+        """Read up to ``limit`` relevant rows from ``start``; the batch covers everything
+        up to the head when fewer came back (irrelevant events were skipped in SQL)."""
+        head, rows = await self.read_rows(start, limit)
+        return self.route_rows(rows, start, head, limit)
+
+    async def read_rows(self, start: int, limit: int) -> tuple[int, list[StoredRecord]]:
+        """The head, then up to ``limit`` undecoded rows from ``start``."""
+        backend = self._store.backend
+        head = await backend.head_position()
+        if self.types is not None and not self.types:
+            return head, []  # nothing any projection reads
+        return head, await backend.read_all(start, limit, None, self.types)
+
+    def route_rows(self, rows: list[StoredRecord], start: int, head: int, limit: int) -> Batch:
+        last = rows[-1].position if rows else start - 1
+        through = last if len(rows) == limit else max(head, last, start - 1)
+        return self._route(rows, start, through, decoded=False)
+
+    def route_recorded(self, events: list[RecordedEvent], start: int, through: int) -> Batch:
+        """A batch of already decoded events (from a live subscription)."""
+        return self._route(events, start, through, decoded=True)
+
+    def _route(self, rows: Sequence[Any], start: int, through: int, *, decoded: bool) -> Batch:
+        routed: list[list[Any]] = [[] for _ in self._wanted]
+        for index in self._every_envelope:
+            routed[index] = list(rows)  # every row, as it is: nothing to sort out
+        registry = self._store.registry
+        #: Per tag: the appends of the lists its decoded event goes to, then its row's.
+        appends: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
+        for row in rows:
+            targets = appends.get(row.type)
+            if targets is None:
+                payload, envelope = self._routes.get(row.type) or self._route_for(row.type)
+                targets = appends[row.type] = (
+                    tuple(routed[i].append for i in payload),
+                    tuple(routed[i].append for i in envelope),
+                )
+            if targets[0]:
+                event = row if decoded else _decode(registry, row)
+                for append in targets[0]:
+                    append(event)
+            for append in targets[1]:
+                append(row)
+        return Batch(start=start, through=through, routed=routed)
+
+    def _route_for(self, tag: str) -> _Route:
+        """Which projections get the decoded event, and which the row, of this tag."""
+        matching = [i for i, w in enumerate(self._wanted) if w is None or tag in w]
+        payload = tuple(i for i in matching if not self._envelope_only[i])
+        envelope = tuple(
+            i for i in matching if self._envelope_only[i] and i not in self._every_envelope
+        )
+        self._routes[tag] = (payload, envelope)
+        return payload, envelope
+
+
+def _union(wanted: list[frozenset[str] | None]) -> list[str] | None:
+    tags: set[str] = set()
+    for kinds in wanted:
+        if kinds is None:
+            return None
+        tags |= kinds
+    return sorted(tags)
+
+
+def _decode(registry: EventRegistry, row: StoredRecord) -> RecordedEvent:
+    """What ``EventStore.read_all`` does per row, for the rows a projection decodes."""
+    try:
+        event = registry.decode(row.type, row.schema_version, row.payload)
+    except (msgspec.DecodeError, msgspec.ValidationError, TypeError, ValueError) as exc:
+        raise CorruptEvent(row.position, row.stream, row.type, str(exc)) from exc
+    return RecordedEvent(
+        position=row.position,
+        stream=row.stream,
+        version=row.version,
+        type=row.type,
+        event=event,
+        recorded_at=row.recorded_at,
+        correlation_id=row.correlation_id,
+        causation_id=row.causation_id,
+        actor=row.actor,
+        idempotency_key=row.idempotency_key,
+        schema_version=row.schema_version,
+    )
