@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
 # The test command (README.md, .ci/run): installs what the tests need, starts the real
 # services they use on loopback, runs pytest, and stops the services again.
+#   - Python deps: the package with its test extras (mcp, asyncpg, pytest, ...)
+#   - PostgreSQL (Debian's postgresql) on a free loopback port     -> scripts/postgres.sh
+#   - a Docker engine (Debian's docker.io) on a private socket,
+#     with a local busybox image imported from a rootfs tarball     -> scripts/docker.sh
+#   - the MCP servers: @modelcontextprotocol/server-everything (npm) and mcp-server-time
+#     (PyPI)                                                         -> scripts/mcp_servers.sh
+# In CI (CI set) a service that cannot be had fails its tests; it never skips them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'
@@ -8,12 +15,21 @@ RUN_DIR=$(mktemp -d /tmp/clawlog-test.XXXXXX)
 chmod 755 "$RUN_DIR"
 cleanup() {
   scripts/postgres.sh stop "$RUN_DIR/pg" || true
-  rm -rf "$RUN_DIR"
+  scripts/docker.sh stop "$RUN_DIR/docker" || true
+  rm -rf "$RUN_DIR" 2>/dev/null || true
 }
 trap cleanup EXIT
-# A real PostgreSQL server on loopback for the PostgreSQL suites (installs Debian's
-# postgresql if missing); in CI a missing server fails those tests, it does not skip them.
-export CLAWLOG_TEST_DATABASE_URL CLAWLOG_TEST_PG_DIR="$RUN_DIR/pg"
+export CLAWLOG_TEST_DATABASE_URL CLAWLOG_TEST_PG_DIR="$RUN_DIR/pg" DOCKER_HOST
+export MCP_EVERYTHING_JS MCP_SERVER_TIME
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+MCP_ENV=$(scripts/mcp_servers.sh install)
+MCP_EVERYTHING_JS=$(sed -n 's/^MCP_EVERYTHING_JS=//p' <<<"$MCP_ENV")
+MCP_SERVER_TIME=$(sed -n 's/^MCP_SERVER_TIME=//p' <<<"$MCP_ENV")
 CLAWLOG_TEST_DATABASE_URL=$(scripts/postgres.sh start "$RUN_DIR/pg" | sed -n 's/^DATABASE_URL=//p')
+DOCKER_HOST=$(scripts/docker.sh start "$RUN_DIR/docker" | sed -n 's/^DOCKER_HOST=//p')
 echo "PostgreSQL: $CLAWLOG_TEST_DATABASE_URL"
+echo "Docker: $DOCKER_HOST"
+echo "MCP servers: $MCP_EVERYTHING_JS, $MCP_SERVER_TIME"
 python3 -m pytest "$@"

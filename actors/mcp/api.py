@@ -1,0 +1,280 @@
+"""The MCP part of the System API.
+
+    servers = mcp_servers(system)            # one per System
+    await servers.add(McpServerConfig(name="everything", command="node", args=[...]))
+    await servers.grant_agent("everything", "main")
+    await system.register_agent(config, model, gateway=servers.gateway(config))
+
+Every method is a coroutine safe to call from the embedding application's loop; the
+servers' actors do the work and record it on ``mcp/{server}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from events.domain.mcp import McpToolInfo
+from tools import ToolResult
+
+from .._bridge import run_in_thread
+from ..agents.pipeline_gateway import PipelineGateway
+from ..errors import ActorDead
+from ..runtime import ActorHandle
+from .config import McpServerConfig, load_servers_file
+from .connection import McpConnection, mcp_stream
+from .directory import McpDirectory, Views
+from .errors import McpConfigError, McpUnavailable
+from .gateway import McpGateway
+from .grants import AccessRequest
+from .messages import (
+    CallTool,
+    GetAccessRequests,
+    GetStatus,
+    ReconfigureServer,
+    Reconnect,
+    RemoveServer,
+    RequestAccess,
+    ReviewAccess,
+    RevokeGrant,
+    SetEnabled,
+    SetGrant,
+)
+from .state import McpServerStatus
+from .tool import McpTool
+
+if TYPE_CHECKING:
+    from ..agents.config import AgentConfig
+    from ..system import System
+
+__all__ = ["McpServers", "mcp_servers"]
+
+_SERVICE = "mcp"
+
+
+def mcp_servers(system: System) -> McpServers:
+    """The MCP servers of ``system`` (created on first use)."""
+    found = system.runtime.services.get(_SERVICE)
+    if found is None:
+        found = system.runtime.services[_SERVICE] = McpServers(system)
+    return found  # type: ignore[no-any-return]
+
+
+class McpServers:
+    """Configure servers, grant them, and hand their tools to agents."""
+
+    def __init__(self, system: System) -> None:
+        self.system = system
+        self.directory = McpDirectory()
+
+    # -- servers ------------------------------------------------------------------------
+    async def add(self, config: McpServerConfig, *, source: str = "api") -> ActorHandle[Any]:
+        """Start the server's connection (or reconfigure a running one). Returns at once:
+        connecting happens in the background (see :meth:`wait_connected`)."""
+        if not isinstance(config, McpServerConfig):
+            raise TypeError("config must be an actors.mcp.McpServerConfig")
+        running = self.system.actor(mcp_stream(config.name))
+        if running is not None and running.is_alive():
+            await running.ask(ReconfigureServer(config=config, source=source))
+            return running
+        return await self.system.spawn(
+            McpConnection,
+            mcp_stream(config.name),
+            config=config,
+            directory=self.directory,
+            source=source,
+        )
+
+    async def load_file(self, path: str | Path) -> list[str]:
+        """Add every server of an ``mcp-servers.json``; returns their names."""
+        configs = load_servers_file(path)
+        for config in configs:
+            await self.add(config, source=str(path))
+        return [c.name for c in configs]
+
+    async def remove(self, server: str, *, by: str = "") -> bool:
+        """Withdraw the server's tools, record the removal, stop its connection."""
+        handle = self._find(server)
+        if handle is None:
+            return False
+        await handle.ask(RemoveServer(by=by))
+        await run_in_thread(handle.stop, name="clawlog-mcp-remove")
+        return True
+
+    async def reconnect(self, server: str, *, by: str = "") -> bool:
+        """Connect again from attempt 1 (also after ``failed``)."""
+        return await self._server(server).ask(Reconnect(by=by))  # type: ignore[no-any-return]
+
+    async def set_enabled(self, server: str, enabled: bool, *, by: str = "") -> bool:
+        """Disable (tools withdrawn, disconnected) or enable (connect) a server."""
+        request = SetEnabled(enabled=enabled, by=by)
+        return await self._server(server).ask(request)  # type: ignore[no-any-return]
+
+    async def status(self, server: str | None = None) -> list[McpServerStatus]:
+        """Live status of one server or of all (state, tools offered, last error...)."""
+        names = [server] if server is not None else sorted(self.directory.views())
+        found = []
+        for name in names:
+            handle = self._server(name) if server is not None else self._find(name)
+            if handle is not None and handle.is_alive():
+                found.append(await handle.ask(GetStatus()))
+        return found
+
+    def names(self) -> list[str]:
+        """The servers added in this process (removed ones excluded)."""
+        return sorted(self.directory.views())
+
+    async def wait_connected(self, server: str, timeout: float = 30.0) -> None:
+        """Return once ``server``'s tools are offered; TimeoutError otherwise."""
+        await self.wait_until(lambda views: _up(views, server), timeout)
+
+    async def wait_until(self, predicate: Any, timeout: float = 30.0) -> None:
+        """Wait for ``predicate(views)`` over the published server views."""
+        await self.directory.wait_until(predicate, timeout)
+
+    # -- tools --------------------------------------------------------------------------
+    def tools_for(self, agent: str, user: str = "") -> list[McpTool]:
+        """The MCP tools ``agent`` may use when acting for ``user``, right now."""
+        return list(self.directory.tools_for(agent, user))
+
+    def gateway(self, config: AgentConfig, tools: Sequence[Any] = ()) -> McpGateway:
+        """The agent's tool gateway (:meth:`System.default_gateway`) plus its MCP tools."""
+        base = self.system.default_gateway(config, tools)
+        if not isinstance(base, PipelineGateway):
+            raise TypeError("the System's default gateway is not a PipelineGateway")
+        return McpGateway.wrap(base, self.directory)
+
+    async def call(
+        self, server: str, tool: str, arguments: dict[str, Any] | None = None
+    ) -> ToolResult:
+        """Call a server's tool directly (no agent, no pipeline): for operators and tests."""
+        handle = self._server(server)
+        result = await handle.ask(CallTool(tool=tool, arguments=dict(arguments or {})))
+        view = self.directory.views().get(server)
+        found = next((t for t in view.tools if t.remote_name == tool), None) if view else None
+        if found is None:  # not listed (yet)
+            info = McpToolInfo(name=tool, registered_name=tool)
+            scrubber = view.scrubber if view else None
+            found = McpTool(
+                info, server=server, call=_no_call, call_timeout_s=0.0, scrubber=scrubber
+            )
+        return found.to_result(result)
+
+    # -- grants and access requests -----------------------------------------------------
+    async def grant_agent(
+        self,
+        server: str,
+        agent: str,
+        *,
+        tool_allow: Sequence[str] | None = None,
+        tool_deny: Sequence[str] = (),
+        enabled: bool = True,
+        by: str = "",
+    ) -> None:
+        """Let ``agent`` (``*``: every agent) use ``server``'s tools."""
+        await self._grant("agent", server, agent, tool_allow, tool_deny, enabled, by)
+
+    async def grant_user(
+        self,
+        server: str,
+        user: str,
+        *,
+        tool_allow: Sequence[str] | None = None,
+        tool_deny: Sequence[str] = (),
+        enabled: bool = True,
+        by: str = "",
+    ) -> None:
+        """Narrow (or with ``enabled=False`` hide) ``server`` for ``user``."""
+        await self._grant("user", server, user, tool_allow, tool_deny, enabled, by)
+
+    async def revoke_agent(self, server: str, agent: str, *, by: str = "") -> bool:
+        """Remove ``agent``'s grant; False if it had none."""
+        request = RevokeGrant(scope="agent", subject=agent, by=by)
+        return await self._server(server).ask(request)  # type: ignore[no-any-return]
+
+    async def revoke_user(self, server: str, user: str, *, by: str = "") -> bool:
+        """Remove ``user``'s grant; False if they had none."""
+        request = RevokeGrant(scope="user", subject=user, by=by)
+        return await self._server(server).ask(request)  # type: ignore[no-any-return]
+
+    async def request_access(
+        self,
+        server: str,
+        *,
+        agent: str | None = None,
+        user: str | None = None,
+        tool_allow: Sequence[str] | None = None,
+        reason: str = "",
+        by: str = "",
+    ) -> str:
+        """Ask for a grant for one agent or one user; returns the request id."""
+        if (agent is None) == (user is None):
+            raise McpConfigError("request access for exactly one of agent= or user=")
+        request = RequestAccess(
+            scope="agent" if agent is not None else "user",
+            subject=agent if agent is not None else str(user),
+            tool_allow=list(tool_allow) if tool_allow is not None else None,
+            reason=reason,
+            requested_by=by,
+        )
+        return await self._server(server).ask(request)  # type: ignore[no-any-return]
+
+    async def review_access(
+        self, server: str, request_id: str, *, approve: bool, by: str = "", note: str = ""
+    ) -> AccessRequest:
+        """Approve (creating the grant) or reject a pending request."""
+        request = ReviewAccess(request_id=request_id, approve=approve, by=by, note=note)
+        return await self._server(server).ask(request)  # type: ignore[no-any-return]
+
+    async def access_requests(
+        self, server: str | None = None, *, status: str | None = "pending"
+    ) -> list[AccessRequest]:
+        """Access requests of one server or of all running ones (``status=None``: all)."""
+        if server is not None:
+            handles = [self._server(server)]
+        else:
+            handles = [h for h in map(self._find, self.names()) if h is not None and h.is_alive()]
+        found: list[AccessRequest] = []
+        for handle in handles:
+            found += await handle.ask(GetAccessRequests(status=status))
+        return found
+
+    async def _grant(
+        self,
+        scope: str,
+        server: str,
+        subject: str,
+        tool_allow: Sequence[str] | None,
+        tool_deny: Sequence[str],
+        enabled: bool,
+        by: str,
+    ) -> None:
+        request = SetGrant(
+            scope="agent" if scope == "agent" else "user",
+            subject=subject,
+            enabled=enabled,
+            tool_allow=list(tool_allow) if tool_allow is not None else None,
+            tool_deny=list(tool_deny),
+            by=by,
+        )
+        await self._server(server).ask(request)
+
+    # -- helpers ------------------------------------------------------------------------
+    def _find(self, server: str) -> ActorHandle[Any] | None:
+        return self.system.actor(mcp_stream(server))
+
+    def _server(self, server: str) -> ActorHandle[Any]:
+        handle = self._find(server)
+        if handle is None or not handle.is_alive():
+            raise ActorDead(f"unknown MCP server {server!r}: add it with mcp_servers(system).add()")
+        return handle
+
+
+async def _no_call(tool: str, arguments: dict[str, Any]) -> Any:
+    raise McpUnavailable(f"{tool} is not a listed tool")
+
+
+def _up(views: Views, server: str) -> bool:
+    view = views.get(server)
+    return view is not None and view.available
