@@ -3,7 +3,9 @@
 Decoding looks at the stored tag first: a tag nobody registered becomes an
 :class:`UnknownEvent` holding the raw payload (an older reader never crashes on a newer
 log). A row written with an older ``schema_version`` than its class declares is decoded
-to plain values, passed through the registered upcasters in order, then converted.
+to plain values, passed through the registered upcasters in order, then converted. A
+retired tag needs no class of its own: an upcaster registered for it (typically one that
+moves the payload to a new tag) is enough.
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ class EventRegistry:
         """Decode one stored payload. Raises ``msgspec.DecodeError`` on a corrupt payload."""
         cls = self._classes.get(tag)
         if cls is None:
+            if (tag, schema_version) in self._upcasters:  # a retired tag moved elsewhere
+                return self._upcast(tag, schema_version, payload)
             return UnknownEvent(type=tag, schema_version=schema_version, payload=payload)
         if schema_version >= cls.schema_version:
             decoder = self._decoder or self._build_decoder()
@@ -93,10 +97,10 @@ class EventRegistry:
         version = schema_version
         while True:
             cls = self._classes.get(tag)
-            if cls is None:
+            if cls is None and (tag, version) not in self._upcasters:
                 encoded = msgspec.msgpack.encode(data)
                 return UnknownEvent(type=tag, schema_version=version, payload=encoded)
-            if version >= cls.schema_version:
+            if cls is not None and version >= cls.schema_version:
                 return msgspec.convert(data, cls)  # type: ignore[no-any-return]
             upcaster = self._upcasters.get((tag, version))
             if upcaster is None:
