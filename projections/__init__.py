@@ -19,9 +19,25 @@ from .errors import (
     ReadModelsUnavailable,
 )
 from .models.actors import ActorIncident, ActorLifecycle, ActorLifecycleReader, ActorSummary
-from .models.boards_routes import HandoffRoutes, TaskBoards
+from .models.boards_routes import (
+    BoardTask,
+    HandoffRoute,
+    HandoffRouteReader,
+    HandoffRoutes,
+    TaskBoard,
+    TaskBoardReader,
+    TaskBoards,
+)
 from .models.catalog import StreamCatalog, StreamCatalogReader, StreamInfo
-from .models.delegations import Delegations, SubagentTasks, overdue_delegations
+from .models.delegations import (
+    DelegationReader,
+    DelegationRecord,
+    Delegations,
+    SubagentTask,
+    SubagentTaskReader,
+    SubagentTasks,
+    overdue_delegations,
+)
 from .models.session_history import HistoryEntry, SessionHistory, SessionHistoryReader
 from .models.tool_audit import AuditedCall, AuditReason, ToolAudit, ToolAuditReader
 from .readers import Reader, ReadModels, open_read_models
@@ -50,8 +66,13 @@ __all__ = [
     "AsOf",
     "AuditReason",
     "AuditedCall",
+    "BoardTask",
+    "DelegationReader",
+    "DelegationRecord",
     "Delegations",
     "Envelope",
+    "HandoffRoute",
+    "HandoffRouteReader",
     "HandoffRoutes",
     "HistoryEntry",
     "InvalidProjection",
@@ -69,7 +90,11 @@ __all__ = [
     "StreamCatalog",
     "StreamCatalogReader",
     "StreamInfo",
+    "SubagentTask",
+    "SubagentTaskReader",
     "SubagentTasks",
+    "TaskBoard",
+    "TaskBoardReader",
     "TaskBoards",
     "TimelineQuery",
     "ToolAudit",

@@ -24,7 +24,13 @@ from events.domain.actor import (
 from events.domain.agent import HandoffCleared, HandoffRouted, SubagentFinished, SubagentSpawned
 from events.domain.delegation import DelegationCompleted, DelegationFailed, DelegationRequested
 from events.domain.session import ModelReplied, ModelRequested, ToolCall, TurnCompleted, TurnStarted
-from events.domain.team import TeamTaskClaimed, TeamTaskCompleted, TeamTaskCreated
+from events.domain.team import (
+    TeamCreated,
+    TeamMember,
+    TeamTaskClaimed,
+    TeamTaskCompleted,
+    TeamTaskCreated,
+)
 from events.domain.tool import (
     ToolApprovalDecided,
     ToolApprovalRequested,
@@ -153,7 +159,12 @@ def _tool_outcome(variant: int, who: dict[str, Any]) -> list[Event]:
 def _team(i: int) -> Chunk:
     task = f"task-{i}"
     blocked = [f"task-{i - 50}"] if i % 30 == 16 else []
-    events: list[Event] = [
+    events: list[Event] = []
+    if i < 100:  # the first chunks create the team, later ones rename it (a reconfiguration)
+        members = [TeamMember(agent=f"member{m}") for m in range(3)]
+        name = f"team {i % 5}" + (" (renamed)" if i >= 50 else "")
+        events.append(TeamCreated(team_id=f"team{i % 5}", name=name, lead="lead", members=members))
+    events += [
         TeamTaskCreated(task_id=task, subject=f"subject {i}", priority=i % 5, blocked_by=blocked),
         TeamTaskClaimed(task_id=task, by=f"member{i % 3}"),
     ]

@@ -1,4 +1,5 @@
-"""Reader commands: tail, history, board, routes. They only read the log."""
+"""Reader commands. ``tail`` reads the log itself; the others query the read models
+(projections), caught up with the log before each command (see ``views.py``)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,18 @@ from typing import Any
 import msgspec
 
 from events import EventStore, RecordedEvent, UnknownEvent
-from events.domain.agent import HandoffCleared, HandoffRouted
-from events.domain.session import ModelReplied, TurnCompleted, TurnFailed, TurnStarted
+from projections import (
+    DelegationReader,
+    HandoffRouteReader,
+    HistoryEntry,
+    SessionHistoryReader,
+    TaskBoardReader,
+    ToolAuditReader,
+)
 
-from ..teams.board import BoardState, apply_board_event
 from .logfile import CliError
 from .render import console, emit_json, table
+from .views import read_models
 
 __all__ = [
     "audit",
@@ -86,35 +93,37 @@ def _print_events(events: list[RecordedEvent], as_json: bool) -> None:
         )
 
 
-_TOOL_LINES: dict[str, Any] = {
-    "tool.call_completed": lambda e: f"{e.tool} → {e.for_llm[:200]}",
-    "tool.call_failed": lambda e: f"{e.tool} failed ({e.error_kind}): {e.message[:200]}",
-    "tool.call_refused": lambda e: f"{e.tool} refused at {e.step}: {e.reason}",
-    "tool.approval_requested": lambda e: f"{e.tool} awaits approval: {e.reason}",
-    "tool.approval_decided": lambda e: f"{e.tool}: {e.decision} by {e.by or '?'}",
+#: How each kind of history line reads: (who, text).
+_HISTORY_LINES: dict[str, Any] = {
+    "user": lambda e: (e.who, e.text),
+    "tool_calls": lambda e: (f"{e.who} → tools", e.text),
+    "approval_requested": lambda e: (
+        "tool.approval_requested",
+        f"{e.who} awaits approval: {e.text}",
+    ),
+    "approval_decided": lambda e: ("tool.approval_decided", f"{e.who}: {e.text}"),
+    "tool": lambda e: ("tool.call_completed", f"{e.who} → {e.text[:200]}"),
+    "tool_failed": lambda e: ("tool.call_failed", f"{e.who} failed: {e.text[:200]}"),
+    "tool_refused": lambda e: ("tool.call_refused", f"{e.who} refused at {e.text}"),
+    "reply": lambda e: (e.who, e.text),
+    "failed": lambda e: ("failed", e.text),
+    "cancelled": lambda e: ("cancelled", f"cancelled by {e.who}"),
 }
+_PAGE = 1000
 
 
 async def history(store: EventStore, agent: str, session_key: str, *, as_json: bool) -> None:
     stream = f"session/{agent}/{session_key}"
-    events = await store.read_stream(stream)
-    if not events:
+    entries: list[HistoryEntry] = []
+    async with read_models(store, "session_history") as views:
+        reader = SessionHistoryReader(views)
+        while page := await reader.page(
+            stream, after=entries[-1].position if entries else 0, limit=_PAGE
+        ):
+            entries.extend(page)
+    if not entries:
         raise CliError(f"no session {session_key!r} for agent {agent!r} in this log")
-    rows = []
-    for recorded in events:
-        event = recorded.event
-        match event:
-            case TurnStarted():
-                rows.append([recorded.position, event.sender, event.text])
-            case ModelReplied() if event.tool_calls:
-                calls = ", ".join(f"{c.name}({c.arguments[:80]})" for c in event.tool_calls)
-                rows.append([recorded.position, f"{agent} → tools", calls])
-            case TurnCompleted():
-                rows.append([recorded.position, agent, event.reply])
-            case TurnFailed():
-                rows.append([recorded.position, "failed", f"{event.reason}: {event.message}"])
-            case _ if recorded.type in _TOOL_LINES:
-                rows.append([recorded.position, recorded.type, _TOOL_LINES[recorded.type](event)])
+    rows = [[e.position, *_HISTORY_LINES[e.kind](e)] for e in entries]
     if as_json:
         emit_json([dict(zip(("position", "who", "text"), r, strict=True)) for r in rows])
         return
@@ -122,16 +131,12 @@ async def history(store: EventStore, agent: str, session_key: str, *, as_json: b
 
 
 async def board(store: EventStore, team_id: str, *, as_json: bool) -> None:
-    state = BoardState()
-    events = await store.read_stream(f"team/{team_id}")
-    if not events:
+    async with read_models(store, "task_boards") as views:
+        found = await TaskBoardReader(views).board(team_id)
+    if found is None:
         raise CliError(f"no team {team_id!r} in this log")
-    for recorded in events:
-        if not isinstance(recorded.event, UnknownEvent):
-            apply_board_event(state, recorded.event)
-    tasks = sorted(state.tasks.values(), key=lambda t: t.seq)
     if as_json:
-        emit_json({"team": team_id, "name": state.name, "lead": state.lead, "tasks": tasks})
+        emit_json({"team": team_id, "name": found.name, "lead": found.lead, "tasks": found.tasks})
         return
     rows = [
         [
@@ -143,62 +148,44 @@ async def board(store: EventStore, team_id: str, *, as_json: bool) -> None:
             ", ".join(t.blocked_by),
             t.result,
         ]
-        for t in tasks
+        for t in found.tasks
     ]
     table(
-        f"task board: {state.name} ({team_id}), lead {state.lead}",
+        f"task board: {found.name} ({team_id}), lead {found.lead}",
         ["task", "subject", "prio", "status", "by", "blocked by", "result"],
         rows,
     )
 
 
 async def routes(store: EventStore, *, as_json: bool) -> None:
-    current: dict[tuple[str, str], dict[str, Any]] = {}
-    start = 1
-    while True:
-        page = await store.read_all(start, 1000, stream_prefix="handoff/")
-        for recorded in page:
-            event = recorded.event
-            if isinstance(event, HandoffRouted):
-                current[(event.channel, event.chat_id)] = {
-                    "channel": event.channel,
-                    "chat_id": event.chat_id,
-                    "agent": event.to_agent,
-                    "from": event.from_agent,
-                    "reason": event.reason,
-                    "position": recorded.position,
-                }
-            elif isinstance(event, HandoffCleared):
-                current.pop((event.channel, event.chat_id), None)
-        if len(page) < 1000:
-            break
-        start = page[-1].position + 1
-    items = list(current.values())
+    async with read_models(store, "handoff_routes") as views:
+        found = await HandoffRouteReader(views).routes()
+    items = [
+        {
+            "channel": r.channel,
+            "chat_id": r.chat_id,
+            "agent": r.agent,
+            "from": r.from_agent,
+            "reason": r.reason,
+            "position": r.position,
+        }
+        for r in found
+    ]
     if as_json:
         emit_json(items)
         return
     table(
         "handoff routes",
         ["channel", "chat", "agent", "from", "reason", "since pos"],
-        [
-            [r["channel"], r["chat_id"], r["agent"], r["from"], r["reason"], r["position"]]
-            for r in items
-        ],
+        [[r.channel, r.chat_id, r.agent, r.from_agent, r.reason, r.position] for r in found],
     )
 
 
 async def audit_refusals(store: EventStore, *, as_json: bool = False) -> None:
-    """Every refused tool call, with the step and reason (from the log)."""
-    rows = []
-    start = 1
-    while True:
-        page = await store.read_all(start, 1000, types=["tool.call_refused"])
-        for recorded in page:
-            event: Any = recorded.event
-            rows.append([recorded.position, recorded.stream, event.tool, event.step, event.reason])
-        if len(page) < 1000:
-            break
-        start = page[-1].position + 1
+    """Every refused tool call, with the step and reason."""
+    async with read_models(store, "tool_audit") as views:
+        calls = await _all_calls(ToolAuditReader(views), tool=None, refused=True)
+    rows = [[c.position, c.stream, c.tool, c.refused_step, c.reason] for c in calls]
     if as_json:
         emit_json(
             [
@@ -211,9 +198,8 @@ async def audit_refusals(store: EventStore, *, as_json: bool = False) -> None:
 
 
 async def delegations(store: EventStore, *, overdue: bool, as_json: bool) -> None:
-    from ..delegation.overview import delegation_overview
-
-    rows = await delegation_overview(store, overdue_only=overdue)
+    async with read_models(store, "delegations") as views:
+        rows = await DelegationReader(views).delegations(overdue_only=overdue)
     if as_json:
         emit_json(rows)
         return
@@ -236,56 +222,21 @@ async def delegations(store: EventStore, *, overdue: bool, as_json: bool) -> Non
     )
 
 
-_AUDIT_TYPES = [
-    "tool.call_requested",
-    "tool.call_refused",
-    "tool.approval_requested",
-    "tool.approval_decided",
-    "tool.call_completed",
-    "tool.call_failed",
-]
-
-
 async def audit(store: EventStore, *, tool: str | None, refused: bool, as_json: bool) -> None:
     """One row per tool call: requested, then how it ended and why."""
-    calls: dict[tuple[str, str, str], dict[str, Any]] = {}
-    start = 1
-    while True:
-        page = await store.read_all(start, 2000, types=_AUDIT_TYPES)
-        for recorded in page:
-            event: Any = recorded.event
-            # Call ids repeat across sessions and turns (models number them per reply).
-            key = (recorded.stream, recorded.correlation_id or "", event.call_id)
-            row = calls.setdefault(
-                key,
-                {
-                    "call_id": event.call_id,
-                    "tool": event.tool,
-                    "stream": recorded.stream,
-                    "outcome": "",
-                    "step": "",
-                    "reason": "",
-                    "approval": "",
-                },
-            )
-            match recorded.type:
-                case "tool.call_refused":
-                    row.update(outcome="refused", step=event.step, reason=event.reason)
-                case "tool.approval_decided":
-                    row["approval"] = f"{event.decision} by {event.by or '?'}"
-                case "tool.call_completed":
-                    row["outcome"] = "completed"
-                case "tool.call_failed":
-                    row.update(
-                        outcome="failed", reason=f"{event.error_kind}: {event.message[:120]}"
-                    )
-        if len(page) < 2000:
-            break
-        start = page[-1].position + 1
+    async with read_models(store, "tool_audit") as views:
+        calls = await _all_calls(ToolAuditReader(views), tool=tool, refused=refused)
     rows = [
-        r
-        for r in calls.values()
-        if (tool is None or r["tool"] == tool) and (not refused or r["outcome"] == "refused")
+        {
+            "call_id": c.call_id,
+            "tool": c.tool,
+            "stream": c.stream,
+            "outcome": _OUTCOMES.get(c.status or "", c.status or ""),
+            "step": c.refused_step or "",
+            "reason": _reason(c.error_kind, c.reason),
+            "approval": f"{c.decision} by {c.decided_by or '?'}" if c.decision else "",
+        }
+        for c in calls
     ]
     if as_json:
         emit_json(rows)
@@ -293,16 +244,24 @@ async def audit(store: EventStore, *, tool: str | None, refused: bool, as_json: 
     table(
         "tool-call audit",
         ["call", "tool", "stream", "outcome", "step", "reason", "approval"],
-        [
-            [
-                r["call_id"],
-                r["tool"],
-                r["stream"],
-                r["outcome"],
-                r["step"],
-                r["reason"],
-                r["approval"],
-            ]
-            for r in rows
-        ],
+        [list(r.values()) for r in rows],
     )
+
+
+#: Audit statuses as the command names them: a denied call was refused at approval.
+_OUTCOMES = {"denied": "refused"}
+
+
+def _reason(error_kind: str | None, reason: str | None) -> str:
+    if not reason:
+        return ""
+    return f"{error_kind}: {reason[:120]}" if error_kind else reason
+
+
+async def _all_calls(reader: ToolAuditReader, *, tool: str | None, refused: bool) -> list[Any]:
+    calls: list[Any] = []
+    while page := await reader.calls(
+        tool=tool, refused=refused, after=calls[-1].position if calls else 0, limit=_PAGE
+    ):
+        calls.extend(page)
+    return calls

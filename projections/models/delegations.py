@@ -1,4 +1,8 @@
-"""Delegations and subagent tasks: each one's lifecycle; overdue ones visible."""
+"""Delegations and subagent tasks: each one's lifecycle; overdue ones visible.
+
+overdue = await DelegationReader(views).delegations(overdue_only=True)
+running = await SubagentTaskReader(views).tasks(agent="lead", status="running")
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,21 @@ import sqlite3
 import time
 from typing import Any, ClassVar
 
+import msgspec
+
 from events import RecordedEvent
 
-__all__ = ["Delegations", "SubagentTasks", "overdue_delegations"]
+from ..readers import Reader, where
+
+__all__ = [
+    "DelegationReader",
+    "DelegationRecord",
+    "Delegations",
+    "SubagentTask",
+    "SubagentTaskReader",
+    "SubagentTasks",
+    "overdue_delegations",
+]
 
 
 class Delegations:
@@ -134,3 +150,109 @@ class SubagentTasks:
                 conn.execute(
                     "UPDATE subagent_tasks SET archived = 1 WHERE task_id = ?", (event.task_id,)
                 )
+
+
+class DelegationRecord(msgspec.Struct, frozen=True):
+    """One delegation. ``status``: running | completed | failed | cancelled; ``overdue``:
+    still running past its deadline when it was read."""
+
+    delegation_id: str
+    source: str
+    target: str
+    mode: str | None
+    task: str | None
+    status: str
+    reason: str | None
+    attempts: int
+    requested_at: float | None
+    deadline_at: float | None
+    finished_at: float | None
+    announced: bool
+    overdue: bool
+
+
+_DELEGATION_COLUMNS = ", ".join(DelegationRecord.__struct_fields__[:-1])
+
+
+class DelegationReader(Reader):
+    projection: ClassVar[str] = "delegations"
+
+    async def delegations(
+        self,
+        *,
+        source: str | None = None,
+        target: str | None = None,
+        status: str | None = None,
+        overdue_only: bool = False,
+        now: float | None = None,
+        limit: int = -1,
+    ) -> list[DelegationRecord]:
+        """Delegations in the order they were requested; ``now`` decides what is overdue."""
+        now = time.time() if now is None else now
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, value in (("source", source), ("target", target), ("status", status)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if overdue_only:
+            clauses.append("status = 'running' AND deadline_at < ?")
+            params.append(now)
+        rows = await self.models.query(
+            f"SELECT {_DELEGATION_COLUMNS} FROM delegations{where(clauses)} "
+            "ORDER BY requested_at, delegation_id LIMIT ?",
+            [*params, limit],
+        )
+        return [_delegation(row, now) for row in rows]
+
+
+def _delegation(row: tuple[Any, ...], now: float) -> DelegationRecord:
+    values = list(row)
+    values[11] = bool(values[11])
+    overdue = values[5] == "running" and values[9] is not None and values[9] < now
+    return DelegationRecord(*values, overdue)
+
+
+class SubagentTask(msgspec.Struct, frozen=True):
+    """One spawned subagent task. ``status``: running, then how it finished."""
+
+    task_id: str
+    agent: str
+    parent_session: str | None
+    task: str | None
+    label: str | None
+    depth: int | None
+    mode: str | None
+    status: str
+    result: str | None
+    error: str | None
+    created_at: float | None
+    finished_at: float | None
+    archived: bool
+
+
+class SubagentTaskReader(Reader):
+    projection: ClassVar[str] = "subagent_tasks"
+
+    async def tasks(
+        self,
+        *,
+        agent: str | None = None,
+        status: str | None = None,
+        include_archived: bool = True,
+        limit: int = -1,
+    ) -> list[SubagentTask]:
+        """Tasks in the order they were spawned."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        for column, value in (("agent", agent), ("status", status)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if not include_archived:
+            clauses.append("archived = 0")
+        rows = await self.models.query(
+            f"SELECT * FROM subagent_tasks{where(clauses)} ORDER BY created_at, task_id LIMIT ?",
+            [*params, limit],
+        )
+        return [SubagentTask(*row[:-1], bool(row[-1])) for row in rows]

@@ -1,4 +1,5 @@
-"""Session history: one row per user message, tool step and reply, per session."""
+"""Session history: one row per user message, tool request, tool outcome, approval and
+reply, per session (what ``clawlog history`` shows)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ _INSERT = "INSERT INTO session_history VALUES (?, ?, ?, ?, ?, ?, ?)"
 
 class SessionHistory:
     name: ClassVar[str] = "session_history"
-    version: ClassVar[int] = 1
+    #: 2: tool requests (``tool_calls``) and approvals are lines of their own.
+    version: ClassVar[int] = 2
     table_names = ("session_history",)
     tables = (
         """CREATE TABLE IF NOT EXISTS session_history (
@@ -32,6 +34,9 @@ class SessionHistory:
         "session.turn_completed",
         "session.turn_failed",
         "session.turn_cancelled",
+        "session.model_replied",
+        "tool.approval_requested",
+        "tool.approval_decided",
         "tool.call_completed",
         "tool.call_failed",
         "tool.call_refused",
@@ -45,6 +50,8 @@ class SessionHistory:
         rows = []
         for r in events:
             if r.stream.startswith(_SESSION_STREAMS):
+                if r.type == "session.model_replied" and not r.event.tool_calls:
+                    continue  # a plain reply shows as the turn's completion
                 kind, who, text = _LINES[r.type](r.event, r.stream)
                 rows.append(
                     (r.position, r.stream, r.correlation_id, kind, who, text, r.recorded_at)
@@ -59,6 +66,17 @@ _LINES: dict[str, Callable[[Any, str], tuple[str, str, str]]] = {
     "session.turn_completed": lambda e, stream: ("reply", stream.split("/")[1], e.reply),
     "session.turn_failed": lambda e, stream: ("failed", "clawlog", f"{e.reason}: {e.message}"),
     "session.turn_cancelled": lambda e, stream: ("cancelled", e.by, ""),
+    "session.model_replied": lambda e, stream: (
+        "tool_calls",
+        stream.split("/")[1],
+        ", ".join(f"{c.name}({c.arguments[:80]})" for c in e.tool_calls),
+    ),
+    "tool.approval_requested": lambda e, stream: ("approval_requested", e.tool, e.reason),
+    "tool.approval_decided": lambda e, stream: (
+        "approval_decided",
+        e.tool,
+        f"{e.decision} by {e.by or '?'}",
+    ),
     "tool.call_completed": lambda e, stream: ("tool", e.tool, e.for_llm[:2000]),
     "tool.call_failed": lambda e, stream: ("tool_failed", e.tool, e.message[:2000]),
     "tool.call_refused": lambda e, stream: ("tool_refused", e.tool, f"{e.step}: {e.reason}"),
@@ -66,8 +84,9 @@ _LINES: dict[str, Callable[[Any, str], tuple[str, str, str]]] = {
 
 
 class HistoryEntry(msgspec.Struct, frozen=True):
-    """One line of a session's history. ``kind``: user | reply | failed | cancelled |
-    tool | tool_failed | tool_refused; ``who``: the sender, agent or tool."""
+    """One line of a session's history. ``kind``: user | tool_calls | approval_requested |
+    approval_decided | tool | tool_failed | tool_refused | reply | failed | cancelled;
+    ``who``: the sender, the agent (reply, tool_calls) or the tool."""
 
     position: int
     stream: str

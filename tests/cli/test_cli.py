@@ -64,3 +64,29 @@ def test_readers_refuse_a_missing_or_foreign_file_with_a_clear_message(tmp_path:
     result = clawlog("board", "x", "--db", str(foreign))
     assert result.returncode == 2 and "is not a clawlog event log" in result.stderr
     assert foreign.read_text() == "just text\n"
+
+
+def test_readers_query_read_models_kept_next_to_the_log(tmp_path: Path) -> None:
+    db = tmp_path / "demo.db"
+    assert clawlog("demo", "--db", str(db)).returncode == 0
+    views = tmp_path / "demo.views.db"
+    assert views.exists()  # the demo's own readers brought it up to the head
+    first = json.loads(clawlog("board", "release", "--db", str(db), "--json").stdout)
+    assert clawlog("demo", "--db", str(db)).returncode == 0
+    second = json.loads(clawlog("board", "release", "--db", str(db), "--json").stdout)
+    assert len(first["tasks"]) == 3 and len(second["tasks"]) == 6
+    assert second["tasks"][:3] == first["tasks"]
+
+
+def test_readers_build_the_models_elsewhere_when_their_file_cannot_be_written(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "demo.db"
+    assert clawlog("demo", "--db", str(db)).returncode == 0
+    views = tmp_path / "demo.views.db"
+    views.unlink()
+    views.mkdir()  # in the way: the models cannot be kept there
+    routes = clawlog("routes", "--db", str(db), "--json")
+    assert routes.returncode == 0, routes.stderr
+    assert [r["agent"] for r in json.loads(routes.stdout)] == ["billing"]
+    assert views.is_dir() and not any(views.iterdir())
