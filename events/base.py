@@ -21,7 +21,9 @@ __all__ = ["Event", "UnknownEvent", "event_tag"]
 
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
-    """Base of every domain event. Subclasses must pass ``tag="domain.name"``."""
+    """Base of every domain event. Subclasses must pass ``tag="domain.name"``, and
+    ``frozen=True`` again: msgspec inherits it at run time, but type checkers following
+    PEP 681 (dataclass_transform) only see what a class says itself."""
 
     #: Version of this class's payload layout. Raise it (and register an upcaster for the
     #: old number) when a change cannot be expressed by adding fields with defaults.

@@ -16,7 +16,7 @@ __all__ = [
 ]
 
 
-class ActorStarted(Event, tag="actor.started"):
+class ActorStarted(Event, frozen=True, tag="actor.started"):
     """An actor started and folded its stream up to ``version``."""
 
     path: str
@@ -25,7 +25,7 @@ class ActorStarted(Event, tag="actor.started"):
     from_snapshot: int | None = None
 
 
-class ActorFailed(Event, tag="actor.failed"):
+class ActorFailed(Event, frozen=True, tag="actor.failed"):
     """An actor's handler raised; its supervisor decides what happens next."""
 
     path: str
@@ -36,7 +36,7 @@ class ActorFailed(Event, tag="actor.failed"):
     failures_in_window: int = 1
 
 
-class ActorRestarted(Event, tag="actor.restarted"):
+class ActorRestarted(Event, frozen=True, tag="actor.restarted"):
     """A failed actor was started again from its stream after ``delay_s``."""
 
     path: str
@@ -44,12 +44,12 @@ class ActorRestarted(Event, tag="actor.restarted"):
     delay_s: float
 
 
-class ActorStopped(Event, tag="actor.stopped"):
+class ActorStopped(Event, frozen=True, tag="actor.stopped"):
     path: str
     reason: str = "stopped"
 
 
-class ActorEscalated(Event, tag="actor.escalated"):
+class ActorEscalated(Event, frozen=True, tag="actor.escalated"):
     """Too many failures in the window: the supervisor gave up and told its parent."""
 
     path: str
@@ -59,7 +59,7 @@ class ActorEscalated(Event, tag="actor.escalated"):
     message: str = ""
 
 
-class DeadLetter(Event, tag="actor.dead_letter"):
+class DeadLetter(Event, frozen=True, tag="actor.dead_letter"):
     """A message reached an actor that is not running."""
 
     path: str

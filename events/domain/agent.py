@@ -22,14 +22,14 @@ __all__ = [
 ]
 
 
-class AgentRegistered(Event, tag="agent.registered"):
+class AgentRegistered(Event, frozen=True, tag="agent.registered"):
     """An agent's configuration (first registration or a change). Secrets never appear."""
 
     key: str
     config: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
-class HandoffRouted(Event, tag="handoff.routed"):
+class HandoffRouted(Event, frozen=True, tag="handoff.routed"):
     """Messages on (channel, chat_id) now go to ``to_agent`` (``handoff/{channel}/{chat}``)."""
 
     channel: str
@@ -40,14 +40,14 @@ class HandoffRouted(Event, tag="handoff.routed"):
     session_key: str = ""
 
 
-class HandoffCleared(Event, tag="handoff.cleared"):
+class HandoffCleared(Event, frozen=True, tag="handoff.cleared"):
     channel: str
     chat_id: str
     agent: str
     back_to: str = ""
 
 
-class SubagentSpawned(Event, tag="subagent.spawned"):
+class SubagentSpawned(Event, frozen=True, tag="subagent.spawned"):
     """On ``agent/{key}``: a subagent task was accepted (its own stream is ``subagent/{id}``)."""
 
     task_id: str
@@ -62,7 +62,7 @@ class SubagentSpawned(Event, tag="subagent.spawned"):
     parent_key: str = ""
 
 
-class SubagentRefused(Event, tag="subagent.refused"):
+class SubagentRefused(Event, frozen=True, tag="subagent.refused"):
     """On ``agent/{key}``: a spawn was refused by a limit."""
 
     parent_session: str
@@ -70,7 +70,7 @@ class SubagentRefused(Event, tag="subagent.refused"):
     task: str = ""
 
 
-class SubagentFinished(Event, tag="subagent.finished"):
+class SubagentFinished(Event, frozen=True, tag="subagent.finished"):
     """On ``agent/{key}``: completed | failed | cancelled."""
 
     task_id: str
@@ -80,20 +80,20 @@ class SubagentFinished(Event, tag="subagent.finished"):
     at: float = 0.0
 
 
-class SubagentSteered(Event, tag="subagent.steered"):
+class SubagentSteered(Event, frozen=True, tag="subagent.steered"):
     task_id: str
     new_task_id: str
     message: str
 
 
-class SubagentAnnounced(Event, tag="subagent.announced"):
+class SubagentAnnounced(Event, frozen=True, tag="subagent.announced"):
     """On ``agent/{key}``: finished results sent to the parent session in one message."""
 
     parent_session: str
     task_ids: list[str]
 
 
-class SubagentArchived(Event, tag="subagent.archived"):
+class SubagentArchived(Event, frozen=True, tag="subagent.archived"):
     task_id: str
 
 

@@ -20,7 +20,7 @@ __all__ = [
 ]
 
 
-class LinkConfigured(Event, tag="link.configured"):
+class LinkConfigured(Event, frozen=True, tag="link.configured"):
     """A directed link source → target, created or changed by configuration (never a model)."""
 
     source: str
@@ -31,7 +31,7 @@ class LinkConfigured(Event, tag="link.configured"):
     enabled: bool = True
 
 
-class DelegationRequested(Event, tag="delegation.requested"):
+class DelegationRequested(Event, frozen=True, tag="delegation.requested"):
     delegation_id: str
     source: str
     target: str
@@ -47,20 +47,20 @@ class DelegationRequested(Event, tag="delegation.requested"):
     skip_hooks: bool = False
 
 
-class DelegationRefused(Event, tag="delegation.refused"):
+class DelegationRefused(Event, frozen=True, tag="delegation.refused"):
     source: str
     target: str
     reason: str
     user: str = ""
 
 
-class DelegationCompleted(Event, tag="delegation.completed"):
+class DelegationCompleted(Event, frozen=True, tag="delegation.completed"):
     delegation_id: str
     result: str
     at: float = 0.0
 
 
-class DelegationFailed(Event, tag="delegation.failed"):
+class DelegationFailed(Event, frozen=True, tag="delegation.failed"):
     """reason: target_failed | crashed | timeout | interrupted | gate_rejected."""
 
     delegation_id: str
@@ -69,19 +69,19 @@ class DelegationFailed(Event, tag="delegation.failed"):
     at: float = 0.0
 
 
-class DelegationCancelled(Event, tag="delegation.cancelled"):
+class DelegationCancelled(Event, frozen=True, tag="delegation.cancelled"):
     delegation_id: str
     by: str = ""
     at: float = 0.0
 
 
-class DelegationAnnounced(Event, tag="delegation.announced"):
+class DelegationAnnounced(Event, frozen=True, tag="delegation.announced"):
     """An async delegation's outcome was delivered to the source session."""
 
     delegation_id: str
 
 
-class GateEvaluated(Event, tag="delegation.gate_evaluated"):
+class GateEvaluated(Event, frozen=True, tag="delegation.gate_evaluated"):
     delegation_id: str
     gate: str
     passed: bool
@@ -89,7 +89,7 @@ class GateEvaluated(Event, tag="delegation.gate_evaluated"):
     attempt: int = 1
 
 
-class DelegationRetried(Event, tag="delegation.retried"):
+class DelegationRetried(Event, frozen=True, tag="delegation.retried"):
     """A quality gate blocked the result: the target runs again with the feedback."""
 
     delegation_id: str

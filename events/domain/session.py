@@ -56,7 +56,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
     output_tokens: int = 0
 
 
-class SessionStarted(Event, tag="session.started"):
+class SessionStarted(Event, frozen=True, tag="session.started"):
     agent: str
     session_key: str
     channel: str = ""
@@ -67,7 +67,7 @@ class SessionStarted(Event, tag="session.started"):
     depth: int = 0
 
 
-class TurnStarted(Event, tag="session.turn_started"):
+class TurnStarted(Event, frozen=True, tag="session.turn_started"):
     """A user (or teammate, or parent) message starts a turn."""
 
     turn_id: str
@@ -80,7 +80,7 @@ class TurnStarted(Event, tag="session.turn_started"):
     skip_hooks: bool = False
 
 
-class ModelRequested(Event, tag="session.model_requested"):
+class ModelRequested(Event, frozen=True, tag="session.model_requested"):
     turn_id: str
     iteration: int
     model: str
@@ -92,7 +92,7 @@ class ModelRequested(Event, tag="session.model_requested"):
     system_prompt_digest: str = ""
 
 
-class ModelReplied(Event, tag="session.model_replied"):
+class ModelReplied(Event, frozen=True, tag="session.model_replied"):
     turn_id: str
     iteration: int
     text: str = ""
@@ -102,7 +102,7 @@ class ModelReplied(Event, tag="session.model_replied"):
     duration_ms: float = 0.0
 
 
-class ModelFailed(Event, tag="session.model_failed"):
+class ModelFailed(Event, frozen=True, tag="session.model_failed"):
     turn_id: str
     iteration: int
     #: rate_limited | server_error | timeout | auth | bad_request | malformed_reply | unavailable
@@ -111,13 +111,13 @@ class ModelFailed(Event, tag="session.model_failed"):
     attempts: int = 1
 
 
-class TurnCompleted(Event, tag="session.turn_completed"):
+class TurnCompleted(Event, frozen=True, tag="session.turn_completed"):
     turn_id: str
     reply: str
     iterations: int
 
 
-class TurnFailed(Event, tag="session.turn_failed"):
+class TurnFailed(Event, frozen=True, tag="session.turn_failed"):
     """The turn ended without a reply: iteration limit, model error, interrupted by a crash."""
 
     turn_id: str
@@ -125,7 +125,7 @@ class TurnFailed(Event, tag="session.turn_failed"):
     message: str = ""
 
 
-class TurnCancelled(Event, tag="session.turn_cancelled"):
+class TurnCancelled(Event, frozen=True, tag="session.turn_cancelled"):
     turn_id: str
     by: str = "user"
 

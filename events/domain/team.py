@@ -27,14 +27,14 @@ class TeamMember(msgspec.Struct, frozen=True, kw_only=True):
     role: str = ""
 
 
-class TeamCreated(Event, tag="team.created"):
+class TeamCreated(Event, frozen=True, tag="team.created"):
     team_id: str
     name: str
     lead: str
     members: list[TeamMember]
 
 
-class TeamTaskCreated(Event, tag="team.task_created"):
+class TeamTaskCreated(Event, frozen=True, tag="team.task_created"):
     task_id: str
     subject: str
     description: str = ""
@@ -48,7 +48,7 @@ class TeamTaskCreated(Event, tag="team.task_created"):
     at: float = 0.0
 
 
-class TeamTaskUpdated(Event, tag="team.task_updated"):
+class TeamTaskUpdated(Event, frozen=True, tag="team.task_updated"):
     """A task not yet claimed got a new priority, description or blockers."""
 
     task_id: str
@@ -58,26 +58,26 @@ class TeamTaskUpdated(Event, tag="team.task_updated"):
     blocked_by: list[str] | None = None
 
 
-class TeamTaskClaimed(Event, tag="team.task_claimed"):
+class TeamTaskClaimed(Event, frozen=True, tag="team.task_claimed"):
     task_id: str
     by: str
     at: float = 0.0
 
 
-class TeamTaskCompleted(Event, tag="team.task_completed"):
+class TeamTaskCompleted(Event, frozen=True, tag="team.task_completed"):
     task_id: str
     by: str
     result: str = ""
     at: float = 0.0
 
 
-class TeamTaskUnblocked(Event, tag="team.task_unblocked"):
+class TeamTaskUnblocked(Event, frozen=True, tag="team.task_unblocked"):
     """Every blocker of ``task_id`` is done: it can be claimed now."""
 
     task_id: str
 
 
-class TeamMessageSent(Event, tag="team.message_sent"):
+class TeamMessageSent(Event, frozen=True, tag="team.message_sent"):
     message_id: str
     sender: str
     #: A member's agent key, or "*" for a broadcast.
@@ -86,18 +86,18 @@ class TeamMessageSent(Event, tag="team.message_sent"):
     at: float = 0.0
 
 
-class TeamMessagesRead(Event, tag="team.messages_read"):
+class TeamMessagesRead(Event, frozen=True, tag="team.messages_read"):
     agent: str
     message_ids: list[str]
 
 
-class TeammateActivated(Event, tag="team.teammate_activated"):
+class TeammateActivated(Event, frozen=True, tag="team.teammate_activated"):
     agent: str
     reason: str
     task_id: str = ""
 
 
-class TeamRequestRefused(Event, tag="team.request_refused"):
+class TeamRequestRefused(Event, frozen=True, tag="team.request_refused"):
     """A bad request from a member, with the reason it was given."""
 
     by: str

@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 
-class ToolCallRequested(Event, tag="tool.call_requested"):
+class ToolCallRequested(Event, frozen=True, tag="tool.call_requested"):
     call_id: str
     tool: str
     #: The arguments the model sent, scrubbed.
@@ -53,7 +53,7 @@ class ToolCallRequested(Event, tag="tool.call_requested"):
     depth: int = 0
 
 
-class ToolCallRefused(Event, tag="tool.call_refused"):
+class ToolCallRefused(Event, frozen=True, tag="tool.call_refused"):
     """The pipeline stopped the call at ``step``; ``for_llm`` is what the model was told."""
 
     call_id: str
@@ -72,7 +72,7 @@ class ToolCallRefused(Event, tag="tool.call_refused"):
     rule: str = ""
 
 
-class ToolApprovalRequested(Event, tag="tool.approval_requested"):
+class ToolApprovalRequested(Event, frozen=True, tag="tool.approval_requested"):
     """The call waits for a person. Enough is kept to resume the wait after a restart."""
 
     call_id: str
@@ -96,7 +96,7 @@ class ToolApprovalRequested(Event, tag="tool.approval_requested"):
     expires_at: float = 0.0
 
 
-class ToolApprovalDecided(Event, tag="tool.approval_decided"):
+class ToolApprovalDecided(Event, frozen=True, tag="tool.approval_decided"):
     call_id: str
     tool: str
     #: allow-once | allow-always | deny | timeout (a timeout counts as deny)
@@ -106,7 +106,7 @@ class ToolApprovalDecided(Event, tag="tool.approval_decided"):
     session_key: str = ""
 
 
-class ToolAllowlistChanged(Event, tag="tool.allowlist_changed"):
+class ToolAllowlistChanged(Event, frozen=True, tag="tool.allowlist_changed"):
     """``pattern`` was added to (or removed from) ``agent``'s approvals allowlist for
     ``tool``: by an allow-always answer (``call_id`` set) or by an operator."""
 
@@ -120,7 +120,7 @@ class ToolAllowlistChanged(Event, tag="tool.allowlist_changed"):
     call_id: str = ""
 
 
-class ToolCallStarted(Event, tag="tool.call_started"):
+class ToolCallStarted(Event, frozen=True, tag="tool.call_started"):
     call_id: str
     tool: str
     #: orchestrator | container
@@ -130,7 +130,7 @@ class ToolCallStarted(Event, tag="tool.call_started"):
     timeout_s: float = 0.0
 
 
-class ToolCallCompleted(Event, tag="tool.call_completed"):
+class ToolCallCompleted(Event, frozen=True, tag="tool.call_completed"):
     """The call ran. ``for_llm`` is what the model read (scrubbed, truncated)."""
 
     call_id: str
@@ -145,7 +145,7 @@ class ToolCallCompleted(Event, tag="tool.call_completed"):
     session_key: str = ""
 
 
-class ToolCallFailed(Event, tag="tool.call_failed"):
+class ToolCallFailed(Event, frozen=True, tag="tool.call_failed"):
     """The call ran and failed, or never finished. The model read ``for_llm`` if set,
     else ``message`` (the pipeline writes ``message`` only)."""
 
@@ -162,7 +162,7 @@ class ToolCallFailed(Event, tag="tool.call_failed"):
     details: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
-class ToolLoopWarning(Event, tag="tool.loop_warning"):
+class ToolLoopWarning(Event, frozen=True, tag="tool.loop_warning"):
     """A loop pattern crossed the warning threshold; the call still ran, with ``message``
     put before its result."""
 
