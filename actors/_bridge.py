@@ -16,7 +16,7 @@ import concurrent.futures
 import contextlib
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import pykka
 import structlog
@@ -84,7 +84,14 @@ class ThreadReply:
             self.future.set_exception(error)
 
 
-Reply = LoopReply | ThreadReply
+class Reply(Protocol):
+    """Where an ask's answer goes: :class:`LoopReply`, :class:`ThreadReply`, or an
+    actor's own object that turns the answer into a message (pipe-to-self)."""
+
+    def set(self, value: Any) -> None: ...
+
+    def set_error(self, error: BaseException) -> None: ...
+
 
 
 class AskEnvelope:

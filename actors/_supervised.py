@@ -95,6 +95,7 @@ class SupervisedMixin:
             self._record(
                 ActorRestarted(path=self.path, attempt=message.attempt, delay_s=message.delay_s)
             )
+            self.on_recovered(True)
         except Exception:
             self._fail(*sys.exc_info())  # type: ignore[arg-type]
             return

@@ -305,7 +305,8 @@ class EventSourcedActor(SupervisedMixin, pykka.ThreadingActor, Generic[S]):
             structlog.contextvars.bind_contextvars(correlation_id=correlation)
         try:
             if type(message) is ChildEscalated:
-                result = self.on_child_escalated(message.path, message.reason)
+                self.on_child_escalated(message.path, message.reason)
+                result = None
             else:
                 result = self.handle(message)  # type: ignore[arg-type]
         except Rejected as exc:
@@ -377,4 +378,5 @@ class EventSourcedActor(SupervisedMixin, pykka.ThreadingActor, Generic[S]):
         self._since_snapshot += count
         if self._since_snapshot >= self.snapshot_every:
             self._since_snapshot = 0
-            self.runtime.run(self.runtime.store.save_snapshot(self.path, self.version, self.state))
+            state: Any = self.state  # snapshot states are msgspec Structs (see state_type)
+            self.runtime.run(self.runtime.store.save_snapshot(self.path, self.version, state))

@@ -118,7 +118,7 @@ class Session(TurnLifecycle, EventSourcedActor[SessionState]):
             case CancelTurn():
                 return self._cancel(message.by)
             case ResumeTurn():
-                self._resume()
+                self._resume_turn()
             case GetSessionStatus():
                 return self._status()
             case _:

@@ -9,7 +9,7 @@ import msgspec
 from events import Event
 from events.domain.session import TurnCancelled, TurnFailed
 
-from ..errors import ActorDead, TurnCancelledError
+from ..errors import ActorDead, TurnCancelledError, TurnFailedError
 from .messages import ResumeTurn
 
 if TYPE_CHECKING:
@@ -26,15 +26,19 @@ class TurnLifecycle:
             return
         if restarted:  # a crash in this process: do not replay into the same crash
             self._close_open_calls("the session crashed during this call")
+            turn_id, active = self.state.turn.turn_id, self._active
+            message = "the session crashed and restarted"
             self.emit(
-                [
-                    TurnFailed(
-                        turn_id=self.state.turn.turn_id,
-                        reason="crashed",
-                        message="the session crashed and restarted",
-                    )
-                ]
+                [TurnFailed(turn_id=turn_id, reason="crashed", message=message)],
+                correlation_id=turn_id,
             )
+            self._active = None
+            if active is not None:
+                for future in active.futures.values():
+                    future.cancel()
+                if active.reply is not None:  # the sender is still waiting for this turn
+                    active.reply.set_error(TurnFailedError("crashed", message))
+            self._next_turn()
             return
         self.actor_ref.tell(ResumeTurn())
 
@@ -55,6 +59,13 @@ class TurnLifecycle:
         for _, reply in queued:
             if reply is not None:
                 reply.set_error(ActorDead(f"{self.path} stopped before this message's turn began"))
+        # The session ended: what tools keep per session (background processes, a sandbox
+        # container) is released by the hooks registered here (actors.workspace).
+        for hook in list(self.runtime.services.get("session_end_hooks", ())):
+            try:
+                hook(self.config.key, self.session_key)
+            except Exception as exc:
+                self.log.warning("session end hook failed", error=str(exc))
         super().on_stop()  # type: ignore[misc]
 
     def _cancel(self: Session, by: str) -> bool:
@@ -84,7 +95,7 @@ class TurnLifecycle:
         if events:
             self.emit(events, correlation_id=turn.turn_id)
 
-    def _resume(self: Session) -> None:
+    def _resume_turn(self: Session) -> None:
         """Continue a turn found unfinished after a process restart (nobody awaits it).
 
         Calls that were running are recorded as interrupted (they may or may not have

@@ -210,7 +210,7 @@ def _delegation(row: tuple[Any, ...], now: float) -> DelegationRecord:
     values = list(row)
     values[11] = bool(values[11])
     overdue = values[5] == "running" and values[9] is not None and values[9] < now
-    return DelegationRecord(*values, overdue)
+    return DelegationRecord(*values, overdue=overdue)
 
 
 class SubagentTask(msgspec.Struct, frozen=True):
@@ -255,4 +255,4 @@ class SubagentTaskReader(Reader):
             f"SELECT * FROM subagent_tasks{where(clauses)} ORDER BY created_at, task_id LIMIT ?",
             [*params, limit],
         )
-        return [SubagentTask(*row[:-1], bool(row[-1])) for row in rows]
+        return [SubagentTask(*row[:-1], archived=bool(row[-1])) for row in rows]

@@ -50,7 +50,7 @@ class SessionHistory:
         rows = []
         for r in events:
             if r.stream.startswith(_SESSION_STREAMS):
-                if r.type == "session.model_replied" and not r.event.tool_calls:
+                if r.type == "session.model_replied" and not r.event.tool_calls:  # type: ignore[union-attr]
                     continue  # a plain reply shows as the turn's completion
                 kind, who, text = _LINES[r.type](r.event, r.stream)
                 rows.append(

@@ -149,3 +149,36 @@ async def test_idle_sessions_passivate_and_recover_on_the_next_message(tmp_path:
         assert await system.send("main", "u", "second") == "echo: second"
         status = await system.session_status("main", "u")
         assert status.turns_completed == 2 and status.messages == 4
+
+
+class ModelWithABug:
+    """An application's model whose first answer is not a ModelReply (a bug in its code)."""
+
+    name = "buggy"
+    provider = "app"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def complete(self, request: object) -> object:
+        self.calls += 1
+        return "not a ModelReply" if self.calls == 1 else reply(f"answer {self.calls}")
+
+
+async def test_a_session_that_crashes_restarts_in_place_from_its_stream(tmp_path: Path) -> None:
+    async with System.open(tmp_path / "log.db") as system:
+        await system.register_agent(AgentConfig(key="main"), ModelWithABug())  # type: ignore[arg-type]
+        first = asyncio.create_task(system.send("main", "u1", "first"))
+        queued = asyncio.create_task(system.send("main", "u1", "queued behind it"))
+        with pytest.raises(TurnFailedError, match="crashed"):
+            await first
+        assert await queued == "answer 2"  # the queue goes on after the restart
+        assert await system.send("main", "u1", "third") == "answer 3"
+        events = await system.store.read_stream("session/main/u1")
+        lifecycle = [t for t in types(events) if t.startswith("actor.")]
+        assert lifecycle[:3] == ["actor.started", "actor.failed", "actor.restarted"]
+        turns = [t for t in types(events) if t.startswith("session.turn_")]
+        assert turns == ["session.turn_started", "session.turn_failed"] + [
+            "session.turn_started",
+            "session.turn_completed",
+        ] * 2
