@@ -77,7 +77,7 @@ class AgentApi:
     ) -> ToolGateway:
         """The tool pipeline with clawlog's built-in tools and ``extra_tools``, under the
         agent's tool policy (profile, allow, deny, subagent and leaf deny lists)."""
-        from tools import EchoTool, JsonTool, TimeTool
+        from tools import EchoTool, JsonTool, TimeTool, Tool
 
         from ..delegation.tools import DELEGATION_TOOLS
         from ..teams.tools import TEAM_TOOLS
@@ -86,7 +86,7 @@ class AgentApi:
 
         services, store = self.runtime.services, self.runtime.store
         actor_tools = (*ACTOR_TOOLS, *TEAM_TOOLS, *DELEGATION_TOOLS)
-        tools = [ActorToolAdapter(cls(services, store)) for cls in actor_tools]
+        tools: list[Tool] = [ActorToolAdapter(cls(services, store)) for cls in actor_tools]
         tools += [EchoTool(), TimeTool(), JsonTool(), *extra_tools]
         return PipelineGateway(
             config,

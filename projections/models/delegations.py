@@ -171,7 +171,8 @@ class DelegationRecord(msgspec.Struct, frozen=True):
     overdue: bool
 
 
-_DELEGATION_COLUMNS = ", ".join(DelegationRecord.__struct_fields__[:-1])
+_DELEGATION_FIELDS = DelegationRecord.__struct_fields__
+_DELEGATION_COLUMNS = ", ".join(_DELEGATION_FIELDS[:-1])
 
 
 class DelegationReader(Reader):
@@ -210,7 +211,7 @@ def _delegation(row: tuple[Any, ...], now: float) -> DelegationRecord:
     values = list(row)
     values[11] = bool(values[11])
     overdue = values[5] == "running" and values[9] is not None and values[9] < now
-    return DelegationRecord(*values, overdue=overdue)
+    return DelegationRecord(**dict(zip(_DELEGATION_FIELDS, [*values, overdue], strict=True)))
 
 
 class SubagentTask(msgspec.Struct, frozen=True):
@@ -255,4 +256,8 @@ class SubagentTaskReader(Reader):
             f"SELECT * FROM subagent_tasks{where(clauses)} ORDER BY created_at, task_id LIMIT ?",
             [*params, limit],
         )
-        return [SubagentTask(*row[:-1], archived=bool(row[-1])) for row in rows]
+        fields = SubagentTask.__struct_fields__
+        return [
+            SubagentTask(**dict(zip(fields, [*row[:-1], bool(row[-1])], strict=True)))
+            for row in rows
+        ]
