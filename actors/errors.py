@@ -7,7 +7,9 @@ ActorError
  ├── Escalated         a child failed too often and its supervisor gave up on it
  ├── Rejected          a handler refused a command (bad input); state is unchanged
  ├── HubError          the I/O hub is not running, or was used from the wrong thread
- └── SystemClosed      the System was closed
+ ├── SystemClosed      the System was closed
+ ├── TurnCancelledError  an agent's turn was cancelled before it replied
+ └── TurnFailedError   an agent's turn ended without a reply (limit, model error, crash)
 """
 
 from __future__ import annotations

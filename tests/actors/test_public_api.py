@@ -1,0 +1,59 @@
+"""The actors packages show a sorted public API whose names resolve, one error root, and
+the layering of DESIGN.md: ``events`` imports nothing of ours, ``tools`` and
+``projections`` never import ``actors``."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+import actors
+from actors import errors
+
+ROOT = Path(__file__).parents[2]
+PACKAGES = ["actors", "actors.agents", "actors.teams", "actors.delegation", "actors.models"]
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    # ruff RUF022: CONSTANTS, then Classes, then functions, each alphabetical.
+    return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_all_is_sorted_and_every_name_resolves(package: str) -> None:
+    module = importlib.import_module(package)
+    names = list(module.__all__)
+    assert names == sorted(names, key=_isort_key)
+    assert len(set(names)) == len(names)
+    assert [name for name in names if not hasattr(module, name)] == []
+
+
+def test_every_runtime_error_derives_from_the_one_root() -> None:
+    raised = [getattr(errors, name) for name in errors.__all__]
+    assert all(issubclass(cls, errors.ActorError) for cls in raised)
+    assert {cls.__name__ for cls in raised} <= set(actors.__all__)
+
+
+def _importers(package: str, forbidden: tuple[str, ...]) -> list[str]:
+    found = []
+    for path in (ROOT / package).rglob("*.py"):
+        for line in path.read_text().splitlines():
+            words = line.split()
+            if len(words) >= 2 and words[0] in ("import", "from"):
+                if words[1].split(".")[0] in forbidden:
+                    found.append(f"{path.relative_to(ROOT)}: {line.strip()}")
+    return found
+
+
+@pytest.mark.parametrize(
+    ("package", "forbidden"),
+    [
+        ("events", ("actors", "tools", "projections")),
+        ("tools", ("actors", "projections")),
+        ("projections", ("actors", "tools")),
+    ],
+)
+def test_dependencies_point_one_way(package: str, forbidden: tuple[str, ...]) -> None:
+    assert _importers(package, forbidden) == []
