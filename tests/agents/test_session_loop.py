@@ -170,10 +170,11 @@ async def test_a_session_that_crashes_restarts_in_place_from_its_stream(tmp_path
         await system.register_agent(AgentConfig(key="main"), ModelWithABug())  # type: ignore[arg-type]
         first = asyncio.create_task(system.send("main", "u1", "first"))
         queued = asyncio.create_task(system.send("main", "u1", "queued behind it"))
-        with pytest.raises(TurnFailedError, match="crashed"):
-            await first
-        assert await queued == "answer 2"  # the queue goes on after the restart
-        assert await system.send("main", "u1", "third") == "answer 3"
+        async with asyncio.timeout(30):  # a lost reply fails here instead of hanging
+            with pytest.raises(TurnFailedError, match="crashed"):
+                await first
+            assert await queued == "answer 2"  # the queue goes on after the restart
+            assert await system.send("main", "u1", "third") == "answer 3"
         events = await system.store.read_stream("session/main/u1")
         lifecycle = [t for t in types(events) if t.startswith("actor.")]
         assert lifecycle[:3] == ["actor.started", "actor.failed", "actor.restarted"]
