@@ -38,6 +38,13 @@ from .models.delegations import (
     SubagentTasks,
     overdue_delegations,
 )
+from .models.mcp_health import (
+    McpGrantRow,
+    McpHealth,
+    McpHealthReader,
+    McpServerHealth,
+    McpToolRow,
+)
 from .models.session_history import HistoryEntry, SessionHistory, SessionHistoryReader
 from .models.tool_audit import AuditedCall, AuditReason, ToolAudit, ToolAuditReader
 from .readers import Reader, ReadModels, open_read_models
@@ -55,6 +62,7 @@ ALL_PROJECTIONS = (
     HandoffRoutes,
     Delegations,
     SubagentTasks,
+    McpHealth,
 )
 
 __all__ = [
@@ -76,6 +84,11 @@ __all__ = [
     "HandoffRoutes",
     "HistoryEntry",
     "InvalidProjection",
+    "McpGrantRow",
+    "McpHealth",
+    "McpHealthReader",
+    "McpServerHealth",
+    "McpToolRow",
     "NotCaughtUp",
     "Projection",
     "ProjectionError",

@@ -23,6 +23,27 @@ from events.domain.actor import (
 )
 from events.domain.agent import HandoffCleared, HandoffRouted, SubagentFinished, SubagentSpawned
 from events.domain.delegation import DelegationCompleted, DelegationFailed, DelegationRequested
+from events.domain.mcp import (
+    McpAccessRequested,
+    McpAccessReviewed,
+    McpAgentGrantRevoked,
+    McpAgentGrantSet,
+    McpCallTimedOut,
+    McpConnected,
+    McpConnectFailed,
+    McpConnecting,
+    McpDisconnected,
+    McpFailed,
+    McpReconnectScheduled,
+    McpServerConfigured,
+    McpServerEnabledChanged,
+    McpServerRemoved,
+    McpToolInfo,
+    McpToolsDiscovered,
+    McpToolSkipped,
+    McpToolsWithdrawn,
+    McpUserGrantSet,
+)
 from events.domain.session import ModelReplied, ModelRequested, ToolCall, TurnCompleted, TurnStarted
 from events.domain.team import (
     TeamCreated,
@@ -90,7 +111,7 @@ def mixed_chunk(i: int) -> Chunk:
         case 8:
             return _handoff(i) if i % 20 < 10 else _delegation(i)
         case _:
-            return _subagent(i)
+            return _subagent(i) if i % 20 < 10 else _mcp(i)
 
 
 def _turn(i: int) -> Chunk:
@@ -238,3 +259,48 @@ def _subagent(i: int) -> Chunk:
         ),
     ]
     return f"agent/{agent}", events, EventMetadata(actor=f"agent/{agent}")
+
+
+def _mcp(i: int) -> Chunk:
+    """A server's lifecycle in six steps: connected with tools, a timeout and a reconnect,
+    attempts used up, grants and a request, disabled, removed (then configured again)."""
+    server = f"server{i // 120 % 3}"
+    tools = [
+        McpToolInfo(name="echo", registered_name=f"mcp_{server}_echo", read_only=True),
+        McpToolInfo(
+            name="wipe",
+            registered_name=f"mcp_{server}_wipe",
+            destructive=True,
+            requires_approval=True,
+        ),
+    ]
+    skipped = [McpToolSkipped(name="exec", reason="shadows the built-in exec")]
+    failed = McpConnectFailed(server=server, attempt=2, error_kind="connect_error", message="no")
+    steps: list[list[Event]] = [
+        [
+            McpServerConfigured(server=server, transport="stdio", settings={"max_attempts": 3}),
+            McpConnecting(server=server, attempt=1),
+            McpConnected(server=server, attempt=1, server_name="demo", server_version=f"{i}"),
+            McpToolsDiscovered(server=server, tools=tools, skipped=skipped),
+        ],
+        [
+            McpCallTimedOut(server=server, tool="echo", timeout_s=2.5),
+            McpDisconnected(server=server, cause="call_timeout", message="stalled"),
+            McpToolsWithdrawn(server=server, names=[t.registered_name for t in tools]),
+            McpReconnectScheduled(server=server, attempt=2, delay_s=2.0, max_attempts=3),
+        ],
+        [McpConnecting(server=server, attempt=2), failed, McpFailed(server=server, attempts=3)],
+        [
+            McpAgentGrantSet(server=server, agent=f"agent{i % 7}", tool_deny=["wipe"]),
+            McpUserGrantSet(server=server, user="*", tool_allow=["echo"]),
+            McpAccessRequested(server=server, request_id=f"r-{i}", scope="agent", subject="x"),
+        ],
+        [
+            McpAccessReviewed(server=server, request_id=f"r-{i - 20}", decision="approved"),
+            McpAgentGrantRevoked(server=server, agent=f"agent{(i - 20) % 7}"),
+            McpServerEnabledChanged(server=server, enabled=False),
+        ],
+        [McpServerRemoved(server=server)],
+    ]
+    stream = f"mcp/{server}"
+    return stream, steps[i // 20 % 6], EventMetadata(actor=stream)

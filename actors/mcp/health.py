@@ -4,8 +4,9 @@
     table("MCP servers", HEALTH_COLUMNS, health_rows(rows))
 
 It reads only ``mcp/*`` streams, so it works on a live log and on an archived one; the
-times come from the events' envelopes. A projections-backed version can fold the same
-events with :func:`fold_health`.
+times come from the events' envelopes. The read model ``projections.McpHealth`` (what
+``clawlog mcp`` queries) folds the same events into tables by the same rules; a test holds
+its rows equal to these.
 """
 
 from __future__ import annotations

@@ -57,6 +57,13 @@ async def test_everything_connects_lists_prefixed_tools_and_answers_on_every_tra
     assert connected.protocol_version and connected.duration_ms > 0
     discovered = next(e.event for e in events if isinstance(e.event, McpToolsDiscovered))
     assert {t.name for t in discovered.tools} >= EVERYTHING_TOOLS
+    # The server's annotations, as it sent them over this transport.
+    hints = {t.name: (t.read_only, t.destructive, t.requires_approval) for t in discovered.tools}
+    assert hints["echo"] == (True, False, False)
+    assert hints["toggle-simulated-logging"] == (False, False, False)
+    offered = {t.name: t for t in servers.tools_for("main")}
+    assert offered["mcp_everything_echo"].read_only
+    assert not offered["mcp_everything_toggle-simulated-logging"].read_only
 
 
 async def test_time_server_over_stdio_tells_the_time_in_utc(

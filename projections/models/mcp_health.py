@@ -1,0 +1,397 @@
+"""MCP health: each server's state, transport, tools offered, reconnect attempt and last
+error, with its grants and access requests (what ``clawlog mcp`` shows).
+
+    health = McpHealthReader(views)
+    down = await health.servers(state="reconnecting")
+    time = await health.server("time")                 # None if the log never named it
+    tools = await health.tools("time")                 # offered or not, with annotations
+
+The fold follows the McpConnection actor's own (``actors.mcp.state.apply_mcp_event``) rule
+for rule, on tables: a test holds the rows equal to ``actors.mcp.read_mcp_health`` over
+the same log. ``since`` and the error times are the events' ``recorded_at``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any, ClassVar
+
+import msgspec
+
+from events import RecordedEvent
+
+from ..readers import Reader, where
+
+__all__ = [
+    "McpGrantRow",
+    "McpHealth",
+    "McpHealthReader",
+    "McpServerHealth",
+    "McpToolRow",
+]
+
+_UPSERT_SERVER = "INSERT OR IGNORE INTO mcp_health (server) VALUES (?)"
+#: In an UPDATE every right-hand side reads the old row: ``since`` moves only on a change.
+_MOVE = (
+    "UPDATE mcp_health SET since = CASE WHEN state = ?1 THEN since ELSE ?2 END, state = ?1, "
+    "removed = (?1 = 'removed') WHERE server = ?3"
+)
+_ERROR = (
+    "UPDATE mcp_health SET last_error_kind = ?, last_error = ?, last_error_at = ? WHERE server = ?"
+)
+_MOVE_BACK = _MOVE + " AND state IN ('disabled', 'removed')"
+_MOVE_UNLESS_OFF = _MOVE + " AND state NOT IN ('disabled', 'removed')"
+_OFFER = (
+    "UPDATE mcp_health SET offered = ?1, tools = CASE WHEN ?1 THEN discovered_names ELSE '[]' "
+    "END WHERE server = ?2"
+)
+
+
+class McpHealth:
+    name: ClassVar[str] = "mcp_health"
+    version: ClassVar[int] = 1
+    table_names = ("mcp_health", "mcp_tools", "mcp_grants", "mcp_access_requests")
+    tables = (
+        """CREATE TABLE IF NOT EXISTS mcp_health (
+        server TEXT PRIMARY KEY, state TEXT NOT NULL DEFAULT 'configured',
+        transport TEXT NOT NULL DEFAULT '', enabled INTEGER NOT NULL DEFAULT 1,
+        removed INTEGER NOT NULL DEFAULT 0, offered INTEGER NOT NULL DEFAULT 0,
+        tools TEXT NOT NULL DEFAULT '[]', discovered_names TEXT NOT NULL DEFAULT '[]',
+        discovered INTEGER NOT NULL DEFAULT 0, skipped INTEGER NOT NULL DEFAULT 0,
+        attempt INTEGER NOT NULL DEFAULT 0, max_attempts INTEGER NOT NULL DEFAULT 10,
+        server_name TEXT NOT NULL DEFAULT '', server_version TEXT NOT NULL DEFAULT '',
+        last_error TEXT NOT NULL DEFAULT '', last_error_kind TEXT NOT NULL DEFAULT '',
+        last_error_at REAL NOT NULL DEFAULT 0, since REAL NOT NULL DEFAULT 0)""",
+        """CREATE TABLE IF NOT EXISTS mcp_tools (
+        server TEXT NOT NULL, registered_name TEXT NOT NULL, name TEXT NOT NULL,
+        description TEXT NOT NULL, read_only INTEGER, destructive INTEGER,
+        requires_approval INTEGER NOT NULL, skipped_reason TEXT NOT NULL,
+        PRIMARY KEY (server, name))""",
+        """CREATE TABLE IF NOT EXISTS mcp_grants (
+        server TEXT NOT NULL, scope TEXT NOT NULL, subject TEXT NOT NULL,
+        enabled INTEGER NOT NULL, tool_allow TEXT, tool_deny TEXT NOT NULL,
+        granted_by TEXT NOT NULL, request_id TEXT NOT NULL,
+        PRIMARY KEY (server, scope, subject))""",
+        """CREATE TABLE IF NOT EXISTS mcp_access_requests (
+        server TEXT NOT NULL, request_id TEXT NOT NULL, scope TEXT NOT NULL,
+        subject TEXT NOT NULL, tool_allow TEXT, reason TEXT NOT NULL,
+        requested_by TEXT NOT NULL, status TEXT NOT NULL, reviewed_by TEXT NOT NULL,
+        note TEXT NOT NULL, PRIMARY KEY (server, request_id))""",
+    )
+    types: ClassVar[tuple[str, ...]] = (
+        "mcp.server_configured",
+        "mcp.server_enabled_changed",
+        "mcp.server_removed",
+        "mcp.connecting",
+        "mcp.connected",
+        "mcp.connect_failed",
+        "mcp.tools_discovered",
+        "mcp.tools_withdrawn",
+        "mcp.call_timed_out",
+        "mcp.disconnected",
+        "mcp.reconnect_scheduled",
+        "mcp.failed",
+        "mcp.agent_grant_set",
+        "mcp.agent_grant_revoked",
+        "mcp.user_grant_set",
+        "mcp.user_grant_revoked",
+        "mcp.access_requested",
+        "mcp.access_reviewed",
+    )
+
+    def handle(self, conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
+        event: Any = recorded.event
+        server: str = event.server
+        at = recorded.recorded_at
+        conn.execute(_UPSERT_SERVER, (server,))
+        match recorded.type:
+            case "mcp.server_configured":
+                conn.execute(
+                    "UPDATE mcp_health SET transport = ?, enabled = ?, "
+                    "max_attempts = COALESCE(?, max_attempts) WHERE server = ?",
+                    (
+                        event.transport,
+                        event.enabled,
+                        _int_or_none(event.settings.get("max_attempts")),
+                        server,
+                    ),
+                )
+                if not event.enabled:
+                    conn.execute(_MOVE, ("disabled", at, server))
+                else:
+                    conn.execute(_MOVE_BACK, ("configured", at, server))
+            case "mcp.server_enabled_changed":
+                conn.execute(
+                    "UPDATE mcp_health SET enabled = ? WHERE server = ?", (event.enabled, server)
+                )
+                if not event.enabled:
+                    conn.execute(_MOVE, ("disabled", at, server))
+            case "mcp.server_removed":
+                conn.execute(_OFFER, (False, server))
+                conn.execute(_MOVE, ("removed", at, server))
+            case "mcp.connecting":
+                self._attempt(conn, server, event.attempt)
+                conn.execute(_MOVE, ("connecting", at, server))
+            case "mcp.connected":
+                conn.execute(
+                    "UPDATE mcp_health SET server_name = ?, server_version = ?, attempt = ? "
+                    "WHERE server = ?",
+                    (event.server_name, event.server_version, event.attempt, server),
+                )
+                conn.execute(_MOVE, ("connected", at, server))
+            case "mcp.connect_failed":
+                conn.execute(_ERROR, (event.error_kind, event.message, at, server))
+            case "mcp.tools_discovered":
+                self._discovered(conn, server, event)
+            case "mcp.tools_withdrawn":
+                conn.execute(_OFFER, (False, server))
+            case "mcp.call_timed_out":
+                message = f"{event.tool} got no answer within {event.timeout_s:g} s"
+                conn.execute(_ERROR, ("timeout", message, at, server))
+            case "mcp.disconnected":
+                if event.message:
+                    kind = event.error_kind or event.cause
+                    conn.execute(_ERROR, (kind, event.message, at, server))
+                conn.execute(_MOVE_UNLESS_OFF, ("disconnected", at, server))
+            case "mcp.reconnect_scheduled":
+                self._attempt(conn, server, event.attempt)
+                conn.execute(_MOVE, ("reconnecting", at, server))
+            case "mcp.failed":
+                conn.execute(_MOVE, ("failed", at, server))
+            case _:
+                _access(conn, server, recorded.type, event)
+
+    @staticmethod
+    def _attempt(conn: sqlite3.Connection, server: str, attempt: int) -> None:
+        conn.execute("UPDATE mcp_health SET attempt = ? WHERE server = ?", (attempt, server))
+
+    @staticmethod
+    def _discovered(conn: sqlite3.Connection, server: str, event: Any) -> None:
+        conn.execute("DELETE FROM mcp_tools WHERE server = ?", (server,))
+        conn.executemany(
+            "INSERT OR REPLACE INTO mcp_tools VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    server,
+                    t.registered_name,
+                    t.name,
+                    t.description,
+                    t.read_only,
+                    t.destructive,
+                    t.requires_approval,
+                    "",
+                )
+                for t in event.tools
+            ]
+            + [
+                (server, s.registered_name, s.name, "", None, None, False, s.reason)
+                for s in event.skipped
+            ],
+        )
+        names = json.dumps([t.registered_name for t in event.tools])
+        conn.execute(
+            "UPDATE mcp_health SET discovered_names = ?, discovered = ?, skipped = ? "
+            "WHERE server = ?",
+            (names, len(event.tools), len(event.skipped), server),
+        )
+        conn.execute(_OFFER, (True, server))
+
+
+def _access(conn: sqlite3.Connection, server: str, tag: str, event: Any) -> None:
+    """Grants and access requests."""
+    match tag:
+        case "mcp.agent_grant_set" | "mcp.user_grant_set":
+            scope, subject = (
+                ("agent", event.agent) if tag == "mcp.agent_grant_set" else ("user", event.user)
+            )
+            conn.execute(
+                "INSERT OR REPLACE INTO mcp_grants VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    server,
+                    scope,
+                    subject,
+                    event.enabled,
+                    _json_or_none(event.tool_allow),
+                    json.dumps(event.tool_deny),
+                    event.by,
+                    event.request_id,
+                ),
+            )
+        case "mcp.agent_grant_revoked" | "mcp.user_grant_revoked":
+            scope, subject = (
+                ("agent", event.agent) if tag == "mcp.agent_grant_revoked" else ("user", event.user)
+            )
+            conn.execute(
+                "DELETE FROM mcp_grants WHERE server = ? AND scope = ? AND subject = ?",
+                (server, scope, subject),
+            )
+        case "mcp.access_requested":
+            conn.execute(
+                "INSERT OR REPLACE INTO mcp_access_requests VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, 'pending', '', '')",
+                (
+                    server,
+                    event.request_id,
+                    "user" if event.scope == "user" else "agent",
+                    event.subject,
+                    _json_or_none(event.tool_allow),
+                    event.reason,
+                    event.requested_by,
+                ),
+            )
+        case "mcp.access_reviewed":
+            status = "approved" if event.decision == "approved" else "rejected"
+            conn.execute(
+                "UPDATE mcp_access_requests SET status = ?, reviewed_by = ?, note = ? "
+                "WHERE server = ? AND request_id = ?",
+                (status, event.by, event.note, server, event.request_id),
+            )
+
+
+def _int_or_none(value: float | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _json_or_none(value: list[str] | None) -> str | None:
+    return None if value is None else json.dumps(value)
+
+
+class McpServerHealth(msgspec.Struct, frozen=True, kw_only=True):
+    """One server. ``state``: configured | connecting | connected | disconnected |
+    reconnecting | failed | disabled | removed; ``tools``: the registered names agents are
+    offered now (empty while the server is down); ``discovered``: how many the last
+    connection listed; ``attempt``: the one running or scheduled next."""
+
+    server: str
+    state: str
+    transport: str
+    enabled: bool
+    removed: bool
+    tools: list[str]
+    discovered: int
+    skipped: int
+    attempt: int
+    max_attempts: int
+    server_name: str
+    server_version: str
+    last_error: str
+    last_error_kind: str
+    last_error_at: float
+    since: float
+    agent_grants: int
+    user_grants: int
+    pending_requests: int
+
+
+class McpToolRow(msgspec.Struct, frozen=True, kw_only=True):
+    """A tool the server's last connection listed; ``skipped_reason`` set for one that is
+    not offered (it would shadow a built-in, its schema is unusable...)."""
+
+    server: str
+    registered_name: str
+    name: str
+    description: str
+    read_only: bool | None
+    destructive: bool | None
+    requires_approval: bool
+    skipped_reason: str
+    offered: bool
+
+
+class McpGrantRow(msgspec.Struct, frozen=True, kw_only=True):
+    """A grant: ``scope`` agent | user; ``subject`` the agent, the user or ``*``."""
+
+    server: str
+    scope: str
+    subject: str
+    enabled: bool
+    tool_allow: list[str] | None
+    tool_deny: list[str]
+    granted_by: str
+    request_id: str
+
+
+_SERVER_SELECT = (
+    "SELECT h.server, state, transport, enabled, removed, tools, discovered, skipped, "
+    "attempt, max_attempts, server_name, server_version, last_error, last_error_kind, "
+    "last_error_at, since, "
+    "(SELECT COUNT(*) FROM mcp_grants g WHERE g.server = h.server AND scope = 'agent'), "
+    "(SELECT COUNT(*) FROM mcp_grants g WHERE g.server = h.server AND scope = 'user'), "
+    "(SELECT COUNT(*) FROM mcp_access_requests r WHERE r.server = h.server "
+    "AND status = 'pending') FROM mcp_health h"
+)
+
+
+class McpHealthReader(Reader):
+    projection: ClassVar[str] = "mcp_health"
+
+    async def servers(
+        self, *, state: str | None = None, include_removed: bool = False, limit: int = -1
+    ) -> list[McpServerHealth]:
+        """Servers by name; removed ones only with ``include_removed`` (or ``state``)."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        if state is not None:
+            clauses.append("state = ?")
+            params.append(state)
+        elif not include_removed:
+            clauses.append("removed = 0")
+        rows = await self.models.query(
+            f"{_SERVER_SELECT}{where(clauses)} ORDER BY h.server LIMIT ?", [*params, limit]
+        )
+        return [_server(row) for row in rows]
+
+    async def server(self, name: str) -> McpServerHealth | None:
+        """One server, removed or not; None if the log never named it."""
+        rows = await self.models.query(f"{_SERVER_SELECT} WHERE h.server = ?", [name])
+        return _server(rows[0]) if rows else None
+
+    async def tools(self, server: str) -> list[McpToolRow]:
+        """The tools of the server's last listing, offered ones first, by name."""
+        rows = await self.models.query(
+            "SELECT t.server, registered_name, name, description, read_only, destructive, "
+            "requires_approval, skipped_reason, h.offered AND skipped_reason = '' "
+            "FROM mcp_tools t JOIN mcp_health h ON h.server = t.server WHERE t.server = ? "
+            "ORDER BY skipped_reason != '', registered_name, name",
+            [server],
+        )
+        return [_tool(row) for row in rows]
+
+    async def grants(self, server: str | None = None) -> list[McpGrantRow]:
+        """Grants by server, scope and subject."""
+        clauses, params = (["server = ?"], [server]) if server is not None else ([], [])
+        rows = await self.models.query(
+            f"SELECT * FROM mcp_grants{where(clauses)} ORDER BY server, scope, subject", params
+        )
+        return [
+            McpGrantRow(
+                server=r[0],
+                scope=r[1],
+                subject=r[2],
+                enabled=bool(r[3]),
+                tool_allow=json.loads(r[4]) if r[4] is not None else None,
+                tool_deny=json.loads(r[5]),
+                granted_by=r[6],
+                request_id=r[7],
+            )
+            for r in rows
+        ]
+
+
+def _server(row: tuple[Any, ...]) -> McpServerHealth:
+    fields = dict(zip(McpServerHealth.__struct_fields__, row, strict=True))
+    fields["enabled"], fields["removed"] = bool(fields["enabled"]), bool(fields["removed"])
+    fields["tools"] = json.loads(fields["tools"])
+    return McpServerHealth(**fields)
+
+
+def _tool(row: tuple[Any, ...]) -> McpToolRow:
+    fields = dict(zip(McpToolRow.__struct_fields__, row, strict=True))
+    for key in ("read_only", "destructive"):
+        fields[key] = None if fields[key] is None else bool(fields[key])
+    fields["requires_approval"], fields["offered"] = (
+        bool(fields["requires_approval"]),
+        bool(fields["offered"]),
+    )
+    return McpToolRow(**fields)
