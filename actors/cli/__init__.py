@@ -51,17 +51,25 @@ def _parser() -> argparse.ArgumentParser:
     audit = reader("audit", "tool calls: refusals, approvals and outcomes")
     audit.add_argument("--tool")
     audit.add_argument("--refused", action="store_true")
+    mcp = reader("mcp", "MCP servers: state, tools, last error")
+    mcp.add_argument("--server", help="one server, with its tool list and grants")
+    mcp.add_argument("--state", help="only servers in this state (connected, failed, ...)")
+    mcp.add_argument("--all", action="store_true", help="include removed servers")
+    from .replay import add_replay_arguments
+
+    add_replay_arguments(reader("replay", "timeline, state as of a position, or a re-run"))
     return parser
 
 
-async def _run(args: argparse.Namespace) -> None:
+async def _run(args: argparse.Namespace) -> int:
+    """Run one command; returns the exit status (``replay --rerun``: 1 if it diverged)."""
     from . import readers
 
     if args.command == "demo":
         from .demo import run_demo
 
         await run_demo(args.db)
-        return
+        return 0
     async with open_log(args.db) as store:
         match args.command:
             case "tail":
@@ -98,18 +106,32 @@ async def _run(args: argparse.Namespace) -> None:
                     print(f"rebuilt {views} up to position {head}")
             case "audit":
                 await readers.audit(store, tool=args.tool, refused=args.refused, as_json=args.json)
+            case "replay":
+                from .replay import replay
+
+                return await replay(store, args)
+            case "mcp":
+                from .mcp import mcp
+
+                await mcp(
+                    store,
+                    server=args.server,
+                    state=args.state,
+                    include_removed=args.all,
+                    as_json=args.json,
+                )
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        asyncio.run(_run(args))
+        return asyncio.run(_run(args))
     except CliError as exc:
         print(f"clawlog: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130
-    return 0
 
 
 if __name__ == "__main__":

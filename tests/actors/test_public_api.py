@@ -13,7 +13,14 @@ import actors
 from actors import errors
 
 ROOT = Path(__file__).parents[2]
-PACKAGES = ["actors", "actors.agents", "actors.teams", "actors.delegation", "actors.models"]
+PACKAGES = [
+    "actors",
+    "actors.agents",
+    "actors.delegation",
+    "actors.models",
+    "actors.replay",
+    "actors.teams",
+]
 
 
 def _isort_key(name: str) -> tuple[int, str]:

@@ -1,0 +1,104 @@
+"""``clawlog mcp``: every MCP server's state, transport, tools and last error; with
+``--server NAME`` one server with its tool list and grants. Read from the MCP health read
+model (``projections.McpHealth``), caught up with the log first (see ``views.py``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from events import EventStore
+from projections import McpHealthReader, McpServerHealth, McpToolRow
+
+from .logfile import CliError
+from .render import console, emit_json, table
+from .views import read_models
+
+__all__ = ["SERVER_COLUMNS", "TOOL_COLUMNS", "mcp", "server_row", "tool_row"]
+
+SERVER_COLUMNS = ("server", "state", "transport", "tools", "attempt", "since", "last error")
+TOOL_COLUMNS = ("tool", "server tool", "offered", "read-only", "destructive", "approval", "note")
+
+
+async def mcp(
+    store: EventStore,
+    *,
+    server: str | None = None,
+    state: str | None = None,
+    include_removed: bool = False,
+    as_json: bool = False,
+) -> None:
+    """Print the servers (``state`` filters them), or one ``server`` in detail."""
+    async with read_models(store, "mcp_health") as views:
+        health = McpHealthReader(views)
+        if server is not None:
+            found = await health.server(server)
+            if found is None:
+                raise CliError(f"no MCP server named {server!r} in this log")
+            tools, grants = await health.tools(server), await health.grants(server)
+            if as_json:
+                emit_json({"server": found, "tools": tools, "grants": grants})
+                return
+            table(f"MCP server {server}", SERVER_COLUMNS, [server_row(found)])
+            table(f"tools of {server}", TOOL_COLUMNS, [tool_row(t) for t in tools])
+            if grants:
+                table(
+                    f"grants of {server}",
+                    ("scope", "subject", "enabled", "allow", "deny", "by"),
+                    [
+                        [
+                            g.scope,
+                            g.subject,
+                            _flag(g.enabled),
+                            _names(g.tool_allow),
+                            _names(g.tool_deny),
+                            g.granted_by,
+                        ]
+                        for g in grants
+                    ],
+                )
+            return
+        servers = await health.servers(state=state, include_removed=include_removed)
+    if as_json:
+        emit_json(servers)
+    elif not servers:
+        what = f"in state {state!r}" if state else "in this log"
+        console.print(f"no MCP servers {what}")
+    else:
+        table("MCP servers", SERVER_COLUMNS, [server_row(s) for s in servers])
+
+
+def server_row(s: McpServerHealth) -> list[Any]:
+    """``tools``: offered now / listed by the last connection (and how many skipped);
+    ``attempt``: while connecting, retrying or failed. ``--json`` has the error's time."""
+    tools = f"{len(s.tools)}/{s.discovered}" + (f" ({s.skipped} skipped)" if s.skipped else "")
+    error = f"{s.last_error_kind}: {s.last_error}" if s.last_error else ""
+    retrying = s.state in ("connecting", "reconnecting", "failed")
+    attempt = f"{s.attempt}/{s.max_attempts}" if retrying and s.attempt else ""
+    return [s.server, s.state, s.transport, tools, attempt, _when(s.since), error]
+
+
+def tool_row(t: McpToolRow) -> list[Any]:
+    return [
+        t.registered_name,
+        t.name,
+        "yes" if t.offered else "no",
+        _flag(t.read_only),
+        _flag(t.destructive),
+        "required" if t.requires_approval else "",
+        f"skipped: {t.skipped_reason}" if t.skipped_reason else "",
+    ]
+
+
+def _flag(value: bool | None) -> str:
+    return "" if value is None else ("yes" if value else "no")
+
+
+def _names(names: list[str] | None) -> str:
+    return "*" if names is None else ", ".join(names)
+
+
+def _when(at: float) -> str:
+    if not at:
+        return ""
+    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")

@@ -1,0 +1,202 @@
+"""``clawlog replay``: a timeline, the state of a stream as of a position, or a re-run.
+
+    clawlog replay --correlation TURN --type 'tool.*'        # what one turn did
+    clawlog replay --as-of 900 --stream team/release         # the board at position 900
+    clawlog replay --rerun lead demo-user --deny exec        # what if exec were denied
+
+The log is only read: a re-run drives the agent loop on a throwaway in-memory System.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from typing import Any
+
+import msgspec
+
+from events import EventStore
+from projections import TimelineQuery
+from projections.replay import timeline
+
+from ..replay import ReplayError, RerunReport, deny_tools, rerun, stream_state_as_of
+from .logfile import CliError
+from .render import console, emit_json, table
+
+__all__ = ["add_replay_arguments", "parse_time", "replay"]
+
+
+def add_replay_arguments(command: argparse.ArgumentParser) -> None:
+    """The options of ``clawlog replay`` (``--db`` and ``--json`` come with every reader)."""
+    what = command.add_argument_group("what to show (default: the timeline)")
+    what.add_argument("--as-of", type=int, metavar="POSITION", help="state of --stream then")
+    what.add_argument("--rerun", nargs=2, metavar=("AGENT", "SESSION"), help="re-run a session")
+    filters = command.add_argument_group("timeline filters (all must match)")
+    filters.add_argument("--stream")
+    filters.add_argument("--stream-prefix")
+    filters.add_argument("--correlation", help="correlation id (a turn, a job)")
+    filters.add_argument("--actor", help="writer actor path (and the paths below it)")
+    filters.add_argument("--type", action="append", dest="types", help="tag or 'tool.*'")
+    filters.add_argument("--since", type=parse_time, help="ISO time or epoch seconds")
+    filters.add_argument("--until", type=parse_time, help="ISO time or epoch (exclusive)")
+    filters.add_argument("-n", "--limit", type=int, default=0, help="at most N events")
+    rerun_options = command.add_argument_group("re-run options")
+    rerun_options.add_argument("--deny", action="append", default=[], metavar="TOOL")
+    rerun_options.add_argument("--from-turn", type=int, default=1)
+    rerun_options.add_argument("--to-turn", type=int)
+
+
+def parse_time(text: str) -> float:
+    """Epoch seconds, or an ISO 8601 time (UTC when it has no offset)."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an ISO time or epoch seconds: {text!r}") from exc
+    return (when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp()
+
+
+async def replay(store: EventStore, args: argparse.Namespace) -> int:
+    """Run the replay command; the exit status is 1 when a re-run diverged, else 0."""
+    try:
+        if args.rerun is not None:
+            if args.as_of is not None or _filters(args):
+                raise CliError("--rerun takes no timeline filters and no --as-of")
+            return await _rerun(store, args)
+        elif args.as_of is not None:
+            if not args.stream:
+                raise CliError("--as-of needs --stream (team/..., session/..., agent/...)")
+            await _as_of(store, args.stream, args.as_of, as_json=args.json)
+        else:
+            if args.deny:
+                raise CliError("--deny goes with --rerun")
+            await _timeline(store, args)
+    except ReplayError as exc:
+        raise CliError(str(exc)) from exc
+    return 0
+
+
+def _filters(args: argparse.Namespace) -> bool:
+    names = ("stream", "stream_prefix", "correlation", "actor", "types", "since", "until")
+    return any(getattr(args, n) is not None for n in names)
+
+
+async def _timeline(store: EventStore, args: argparse.Namespace) -> None:
+    from .readers import summarize
+
+    query = TimelineQuery(
+        stream=args.stream,
+        stream_prefix=args.stream_prefix,
+        correlation_id=args.correlation,
+        actor=args.actor,
+        types=tuple(args.types) if args.types else None,
+        since=args.since,
+        until=args.until,
+    )
+    shown = 0
+    async for recorded in timeline(store, query, limit=args.limit or None):
+        shown += 1
+        if args.json:
+            emit_json(recorded)
+            continue
+        when = dt.datetime.fromtimestamp(recorded.recorded_at, dt.UTC).strftime("%H:%M:%S.%f")
+        console.print(
+            f"[dim]{recorded.position:>7} {when[:-3]}[/dim] [cyan]{recorded.stream}[/cyan] "
+            f"[bold]{recorded.type}[/bold] {summarize(recorded)}",
+            soft_wrap=True,
+        )
+    if not shown and not args.json:
+        console.print("[dim]no events match[/dim]")
+
+
+async def _as_of(store: EventStore, stream: str, position: int, *, as_json: bool) -> None:
+    if position < 1:
+        raise CliError("--as-of takes a log position (1 or more)")
+    found = await stream_state_as_of(store, stream, position=position)
+    if found.events == 0:
+        raise CliError(f"nothing is recorded on {stream!r} up to position {position}")
+    state = msgspec.to_builtins(found.state)
+    if as_json:
+        emit_json(
+            {
+                "stream": stream,
+                "as_of": position,
+                "position": found.position,
+                "events": found.events,
+                "state": state,
+            }
+        )
+        return
+    console.print(
+        f"[bold]{stream}[/bold] as of position {position} "
+        f"({found.events} events, the last at {found.position})"
+    )
+    if stream.startswith("team/"):
+        rows = [
+            [t["task_id"], t["subject"], t.get("status", ""), t.get("claimed_by") or ""]
+            for t in state["tasks"].values()
+        ]
+        table("task board", ["task", "subject", "status", "by"], rows)
+    elif stream.startswith("session/"):
+        rows = [[m["role"], _message_text(m)] for m in state["messages"]]
+        table("conversation", ["role", "text"], rows)
+        state.pop("messages")
+        console.print_json(data=state)
+    else:
+        console.print_json(data=state)
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    calls = ", ".join(f"{c['name']}({c['arguments']})" for c in message.get("tool_calls", []))
+    return " ".join(p for p in (message.get("content", ""), calls) if p)
+
+
+async def _rerun(store: EventStore, args: argparse.Namespace) -> int:
+    agent, session_key = args.rerun
+    if args.from_turn < 1 or (args.to_turn is not None and args.to_turn < args.from_turn):
+        raise CliError("--from-turn starts at 1 and --to-turn is not before it")
+    report = await rerun(
+        store,
+        agent,
+        session_key,
+        first_turn=args.from_turn,
+        last_turn=args.to_turn,
+        config=deny_tools(*args.deny) if args.deny else None,
+    )
+    if args.json:
+        emit_json(report)
+    else:
+        print_report(report, denied=args.deny)
+    return 0 if report.divergence is None else 1
+
+
+def print_report(report: RerunReport, *, denied: list[str]) -> None:
+    change = f"denying {', '.join(denied)}" if denied else "the recorded config"
+    console.print(
+        f"[bold]re-run of {report.stream}[/bold] ({change}, {report.model} model replies, "
+        f"tool results from the log): {report.turns} turn(s) replayed",
+        soft_wrap=True,
+    )
+    same = f"{report.model_replies} model replies and {report.tool_calls} tool calls"
+    if report.divergence is None:
+        console.print(f"[green]matched[/green]: {same} as recorded")
+    else:
+        d = report.divergence
+        call = f", call {d.call_id} {d.tool}" if d.call_id else ""
+        console.print(
+            f"[red]diverged[/red] ({d.kind}) at position {d.position}: turn {d.turn} "
+            f"({d.turn_id}), model iteration {d.iteration}{call}; {same} matched before"
+        )
+        console.print(f"  recorded: {d.recorded}")
+        console.print(f"  now:      {d.now}")
+    for note in report.context:
+        if note.what == "tools":
+            text = f"the tools offered differ ({note.now})"
+        else:
+            what = {"messages": "conversation"}.get(note.what, note.what.replace("_", " "))
+            text = f"the {what} differs: recorded {note.recorded!r}, "
+            text += f"now {note.now!r}"
+        console.print(f"context at position {note.position}: {text}", soft_wrap=True)

@@ -1,0 +1,103 @@
+"""State as of a position for the actors' streams, with the folds the actors use.
+
+    as_of = await stream_state_as_of(store, "team/release", position=900)
+    as_of.state.tasks      # the board as it stood at position 900
+
+:func:`projections.replay.state_as_of` folds any function over a stream; this module
+knows which fold belongs to which stream (team boards, session conversations, handoff
+routes, agent configs and subagent tasks, delegation links).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from events import Event, EventStore, RecordedEvent
+from events.domain.agent import AgentRegistered, HandoffCleared, HandoffRouted
+from projections.replay import AsOf, state_as_of
+
+from ..agents.config import AgentConfig
+from ..agents.handoff import RouteState
+from ..agents.pipeline_gateway import PipelineGateway
+from ..agents.session_state import SessionState, apply_session_event
+from ..agents.subagents import apply_task_event
+from ..agents.supervisor import AgentState
+from ..delegation.messages import LinkState
+from ..delegation.state import apply_link_event
+from ..teams.board import BoardState, apply_board_event
+from .errors import ReplayError
+
+__all__ = ["STATE_FOLDS", "StateFold", "fold_for", "stream_state_as_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class StateFold:
+    """The state of one kind of stream: a fresh initial state and the fold of one event."""
+
+    prefix: str
+    what: str
+    initial: Callable[[], Any]
+    apply: Callable[[Any, Event], Any]
+
+
+def _session(state: SessionState, event: Event) -> SessionState:
+    reader = PipelineGateway(AgentConfig(key="replay"), [])
+    return apply_session_event(state, event, reader.read_event)
+
+
+def _route(state: RouteState, event: Event) -> RouteState:
+    match event:  # the fold of actors.agents.handoff.HandoffRoute
+        case HandoffRouted():
+            state.previous, state.agent = event.from_agent, event.to_agent
+            state.changes += 1
+        case HandoffCleared():
+            state.agent = None
+            state.changes += 1
+    return state
+
+
+def _agent(state: AgentState, event: Event) -> AgentState:
+    if isinstance(event, AgentRegistered):  # the fold of AgentSupervisor
+        state.config = dict(event.config)
+        state.registrations += 1
+    else:
+        apply_task_event(state.tasks, event)
+    return state
+
+
+STATE_FOLDS: tuple[StateFold, ...] = (
+    StateFold("team/", "task board", BoardState, apply_board_event),
+    StateFold("session/", "conversation", SessionState, _session),
+    StateFold("handoff/", "handoff route", RouteState, _route),
+    StateFold("agent/", "agent config and subagent tasks", AgentState, _agent),
+    StateFold("link/", "delegation link", LinkState, apply_link_event),
+)
+
+
+def fold_for(stream: str) -> StateFold:
+    for fold in STATE_FOLDS:
+        if stream.startswith(fold.prefix):
+            return fold
+    known = ", ".join(f.prefix for f in STATE_FOLDS)
+    raise ReplayError(f"no state is known for {stream!r}: streams under {known}")
+
+
+async def stream_state_as_of(
+    store: EventStore, stream: str, *, position: int | None = None
+) -> AsOf[Any]:
+    """The state of ``stream`` folded up to and including ``position`` (None: the head).
+    Events of tags this process does not know are skipped."""
+    fold = fold_for(stream)
+    session_reader = PipelineGateway(AgentConfig(key="replay"), [])
+
+    def apply(state: Any, recorded: RecordedEvent) -> Any:
+        event = recorded.event
+        if not isinstance(event, Event):
+            return state
+        if fold.prefix == "session/":  # one reader for the whole fold (approval state)
+            return apply_session_event(state, event, session_reader.read_event)
+        return fold.apply(state, event)
+
+    return await state_as_of(store, stream, apply, fold.initial(), position=position)

@@ -1,0 +1,256 @@
+"""What a re-run is served from the log: the recorded model replies and tool results.
+
+:class:`ReplayModel` answers each model request of a turn with the reply recorded for the
+same iteration, and notes where the request it got differs from the recorded one (the
+conversation, the tools offered, the system prompt). :class:`ReplayGateway` keeps the
+real deciding steps of the tool pipeline (policy, validation, rate limits, loop
+detection, approvals) but never executes a tool: a call that gets through is answered
+with the result recorded for it, and a pending approval with the recorded decision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from events import Event
+from events.domain.session import ChatMessage, ModelFailed, ToolCall
+from events.domain.tool import ToolCallFailed
+
+from ..agents.gateway import CallerContext, GateResult, GateStep, ToolGateway
+from ..models import errors as model_errors
+from ..models.base import ModelReply, ModelRequest, ToolSpec
+from .errors import ReplyNotRecorded
+from .recording import RecordedCall, RecordedIteration, RecordedTurn
+
+__all__ = ["REPLAY_APPROVER", "ContextNote", "RecordedTool", "ReplayGateway", "ReplayModel"]
+
+#: Who answers approvals in a re-run (shows in ``tool.approval_decided.by``).
+REPLAY_APPROVER = "clawlog-replay"
+
+_FAILURES: dict[str, type[model_errors.ModelError]] = {
+    cls.kind: cls
+    for cls in (
+        model_errors.ModelRateLimited,
+        model_errors.ModelServerError,
+        model_errors.ModelTimeout,
+        model_errors.ModelUnavailable,
+        model_errors.ModelAuthError,
+        model_errors.ModelBadRequest,
+        model_errors.MalformedReply,
+        model_errors.ScriptExhausted,
+    )
+}
+
+
+class ContextNote(msgspec.Struct, frozen=True, kw_only=True):
+    """A model request of the re-run that differs from the recorded one. The served reply
+    cannot show what a model would have answered to it: a note, not a divergence."""
+
+    turn_id: str
+    iteration: int
+    #: Position of the recorded ``session.model_requested``.
+    position: int
+    #: messages: the conversation sent (``recorded`` / ``now``: the first message that
+    #: differs) | tools: the tools offered (``recorded``: the list, ``now``: ``-gone
+    #: +added``) | system_prompt (the digests).
+    what: str
+    recorded: str
+    now: str
+
+
+class ReplayModel:
+    """Serves the recorded replies of the turn started with :meth:`start_turn`, in order."""
+
+    def __init__(self, turns: Sequence[RecordedTurn], *, name: str, provider: str) -> None:
+        self._name, self._provider = name, provider
+        self._turns = {turn.turn_id: turn for turn in turns}
+        self._lock = threading.Lock()
+        self._turn: RecordedTurn | None = None
+        self._served = 0
+        #: Where requests differed from the recording (the first of each kind).
+        self.notes: list[ContextNote] = []
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def provider(self) -> str:
+        return self._provider
+
+    def start_turn(self, turn_id: str) -> None:
+        with self._lock:
+            self._turn, self._served = self._turns.get(turn_id), 0
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        with self._lock:
+            turn, index = self._turn, self._served
+            self._served += 1
+        if turn is None or index >= len(turn.iterations):
+            raise ReplyNotRecorded(
+                f"replay: model request {index + 1} of this turn was never recorded "
+                f"(the recording has {len(turn.iterations) if turn else 0})"
+            )
+        iteration = turn.iterations[index]
+        self._compare(turn.turn_id, iteration, request)
+        if iteration.failure is not None:
+            raise _model_error(iteration.failure)
+        if iteration.reply is None:
+            raise ReplyNotRecorded("replay: the recorded request got no reply (turn cut short)")
+        recorded = iteration.reply
+        return ModelReply(
+            text=recorded.text,
+            tool_calls=list(recorded.tool_calls),
+            usage=recorded.usage,
+            stop_reason=recorded.stop_reason,
+            model=self._name,
+        )
+
+    def _compare(self, turn_id: str, iteration: RecordedIteration, request: ModelRequest) -> None:
+        recorded = iteration.request
+        found: list[tuple[str, str, str]] = []
+        difference = _first_difference(iteration.messages, request.messages)
+        if difference is not None:
+            found.append(("messages", *difference))
+        offered = [spec.name for spec in request.tools]
+        if offered != recorded.tools:
+            found.append(("tools", ", ".join(recorded.tools), _names_diff(recorded.tools, offered)))
+        digest = hashlib.sha256(request.system.encode()).hexdigest()[:16]
+        if recorded.system_prompt_digest and digest != recorded.system_prompt_digest:
+            found.append(("system_prompt", recorded.system_prompt_digest, digest))
+        with self._lock:
+            seen = {n.what for n in self.notes}
+            for what, then, now in found:
+                if what not in seen:
+                    self.notes.append(
+                        ContextNote(
+                            turn_id=turn_id,
+                            iteration=recorded.iteration,
+                            position=iteration.position,
+                            what=what,
+                            recorded=then,
+                            now=now,
+                        )
+                    )
+
+
+class RecordedTool:
+    """A stand-in for a tool the recording offered but the re-run was not given: its
+    name is all that is known, so it takes any JSON object and is never executed. It
+    asks for approval when the recorded calls of it did."""
+
+    description = "A tool of the recorded session (re-run stand-in; never executed)."
+    parameters: dict[str, Any] = {"type": "object"}
+    group = ""
+    timeout = 60.0
+    domain = "orchestrator"
+    owner_only = False
+    requires_sanitization = False
+    requires_approval = False
+
+    def __init__(self, name: str, *, requires_approval: bool = False) -> None:
+        self.name = name
+        self.requires_approval = requires_approval
+
+    def requires_approval_for(self, args: Any) -> bool:
+        return False
+
+    async def execute(self, ctx: Any, args: dict[str, Any]) -> Any:
+        raise ReplyNotRecorded(f"replay: the stand-in for {self.name!r} never executes")
+
+
+class ReplayGateway:
+    """A :class:`ToolGateway` deciding like ``inner`` and running nothing."""
+
+    def __init__(self, inner: ToolGateway, turns: Sequence[RecordedTurn]) -> None:
+        self.inner = inner
+        self._calls: dict[tuple[str, str], RecordedCall] = {
+            (turn.turn_id, call.call_id): call
+            for turn in turns
+            for iteration in turn.iterations
+            for call in iteration.calls
+        }
+
+    def recorded(self, turn_id: str, call_id: str, name: str) -> RecordedCall | None:
+        found = self._calls.get((turn_id, call_id))
+        return found if found is not None and found.name == name else None
+
+    def specs(self, ctx: CallerContext) -> list[ToolSpec]:
+        return self.inner.specs(ctx)
+
+    def begin(self, ctx: CallerContext, call: ToolCall) -> GateStep:
+        step = self.inner.begin(ctx, call)
+        if step.outcome != "approval":
+            return step
+        recorded = self.recorded(ctx.correlation_id, call.id, call.name)
+        decision = (recorded.approval if recorded is not None else None) or "deny"
+        decided = self.inner.decide(ctx, step.ticket, decision, REPLAY_APPROVER)
+        return GateStep(
+            events=[*step.events, *decided.events], outcome=decided.outcome, ticket=decided.ticket
+        )
+
+    async def run(self, ticket: Any) -> GateResult:
+        plan = ticket
+        ctx = plan.ctx
+        recorded = self.recorded(ctx.correlation_id, plan.call_id, plan.name)
+        result = recorded.result if recorded is not None else None
+        if result is None:
+            result = ToolCallFailed(
+                call_id=plan.call_id,
+                tool=plan.name,
+                error_kind="not_recorded",
+                message=f"replay: no result is recorded for this {plan.name} call; it was not run",
+                agent=ctx.agent,
+                session_key=ctx.session_key,
+            )
+        pipeline = getattr(self.inner, "pipeline", None)
+        if pipeline is not None:  # what ToolPipeline.execute does after a real run
+            text = getattr(result, "for_llm", "") or getattr(result, "message", "")
+            pipeline.loop_detector.record_result(ctx.session_id, plan.call_id, text)
+        return GateResult(events=[result])
+
+    def decide(self, ctx: CallerContext, ticket: Any, decision: str, by: str) -> GateStep:
+        return self.inner.decide(ctx, ticket, decision, by)
+
+    def interrupted(self, ctx: CallerContext, call_id: str, name: str, reason: str) -> list[Event]:
+        return self.inner.interrupted(ctx, call_id, name, reason)
+
+    def read_event(self, event: Event) -> tuple[str, ChatMessage | None, str] | None:
+        return self.inner.read_event(event)
+
+    def scrub(self, text: str) -> str:
+        return self.inner.scrub(text)
+
+
+def _model_error(failure: ModelFailed) -> model_errors.ModelError:
+    cls = _FAILURES.get(failure.kind, model_errors.ModelError)
+    return cls(failure.message)
+
+
+def _first_difference(
+    recorded: Sequence[ChatMessage], now: Sequence[ChatMessage]
+) -> tuple[str, str] | None:
+    for index, (then, current) in enumerate(zip(recorded, now, strict=False)):
+        if then != current:
+            return f"#{index + 1} {_brief(then)}", f"#{index + 1} {_brief(current)}"
+    if len(recorded) != len(now):
+        return f"{len(recorded)} messages", f"{len(now)} messages"
+    return None
+
+
+def _brief(message: ChatMessage) -> str:
+    calls = ", ".join(c.name for c in message.tool_calls)
+    text = message.content[:160] + ("…" if len(message.content) > 160 else "")
+    return f"{message.role}: {text}" + (f" [{calls}]" if calls else "")
+
+
+def _names_diff(recorded: list[str], now: list[str]) -> str:
+    gone = [n for n in recorded if n not in now]
+    added = [n for n in now if n not in recorded]
+    parts = [f"-{n}" for n in gone] + [f"+{n}" for n in added]
+    return " ".join(parts) or "same tools, other order"
