@@ -9,15 +9,14 @@ killed; output is capped; the exit code is part of the result.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
 from pathlib import Path
 from typing import Any, ClassVar
 
 from .base import BaseTool
 from .context import ToolContext
 from .errors import ExecutionFailed, InvalidParameters
+from .exec.host import kill_tree
 from .result import ToolResult
 
 __all__ = ["SAFE_ENV", "ExecTool"]
@@ -66,7 +65,8 @@ class ExecTool(BaseTool):
             async with asyncio.timeout(limit):
                 output, _ = await process.communicate()
         except (TimeoutError, asyncio.CancelledError) as exc:
-            _kill_group(process.pid)
+            # the whole group and every descendant, and only once they are all gone
+            await asyncio.shield(kill_tree(process.pid))
             await process.wait()
             if isinstance(exc, asyncio.CancelledError):
                 raise
@@ -98,8 +98,3 @@ def _workdir(ctx: ToolContext, relative: str) -> str:
     if not target.is_dir():
         raise InvalidParameters(f"workdir {relative!r} is not a directory in the workspace")
     return str(target)
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)

@@ -125,6 +125,20 @@ CORPUS: list[tuple[str, str, str]] = [
     ("echo $(echo $(echo $(rm -rf /)))", DENY_, "rm -rf"),
     ('sh -c "sh -c \'sh -c \\"sh -c ls\\"\'"', DENY_, "nested deeper than 3 levels"),
     ("echo $(echo $(echo $(echo $(id))))", DENY_, "nested deeper than 3 levels"),
+    # -- bypass attempts: paths, braces and globs the shell expands --------------------
+    ("cat /etc//passwd", DENY_, "/etc/passwd"),
+    ("cat /etc/./shadow", DENY_, "/etc/passwd"),
+    ("cat /etc/x/../passwd", DENY_, "/etc/passwd"),
+    ("cat /etc/{hosts,passwd}", DENY_, "/etc/passwd"),
+    ("cat /etc/pass*", DENY_, "/etc/passwd"),
+    ("cat /e?c/sha[d]ow", DENY_, "/etc/passwd"),
+    ("cat /proc/self/envir*", DENY_, "/proc/*/environ"),
+    ("cat ~/.*_history", DENY_, "shell history"),
+    ("r? -rf /", DENY_, "rm -rf"),
+    ("/???/?? -rf /", DENY_, "rm -rf"),
+    ("/usr/bin/su?o id", DENY_, "sudo"),
+    ("ls /* ~/* src/*.py", ALLOW, ""),
+    ("cp -r /tmp/{a,b} .", ALLOW, ""),
     # -- bypass attempts: piping code into a shell ---------------------------------------
     ("echo 'rm -rf /' | sh", DENY_, "rm -rf"),
     ("echo aWQK | base64 --decode | bash", DENY_, "base64 -d | sh"),
@@ -157,6 +171,8 @@ CORPUS: list[tuple[str, str, str]] = [
     ("npm publish", ASK, "npm publish"),
     ("pip uninstall -y requests", ASK, "pip uninstall"),
     ("crontab -r", ASK, "crontab -r"),
+    ("git push origin +main", ASK, "git push --force"),
+    ("truncate -s 10 /var/log/app.log", ASK, "truncate /"),
     ("sh -c 'git push --force'", ASK, "git push --force"),
     ("X=rm; $X -f notes.txt", ASK, "command name from a variable or substitution"),
     ("$(echo ls) -la", ASK, "command name from a variable or substitution"),
@@ -218,6 +234,8 @@ def test_the_tables_hold_the_union_of_the_seeds() -> None:
         "dd if=/dev/zero",
     }
     assert goclaw <= labels and ironclaw <= labels
+    asked = {p.label for p in NEVER_AUTO_APPROVE}
+    assert {"rm -rf", "git push --force", "DROP TABLE", "DELETE FROM", "truncate /"} <= asked
     assert len(NEVER_AUTO_APPROVE) >= 35
 
 

@@ -7,6 +7,9 @@ pattern of :mod:`tools.exec.patterns` is matched against several views:
 - the raw command text and every nested command line (``sh -c`` bodies, substitutions);
 - each command after lexing and unwrapping, words unquoted and joined by single blanks,
   and as written before its wrappers (``sudo``, ``env -S``…) were stripped;
+- each command again as the shell would expand its words: paths normalized, braces
+  expanded, globs compared with the commands and files the tables name
+  (:mod:`tools.exec.expand`: ``/etc/pass*``, ``r? -rf /``);
 - each pipeline of those, and the whole command line of them.
 
 The raw text counts too, so a forbidden command that is only mentioned (``echo "rm -rf
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
+from .expand import expanded_views
 from .patterns import DANGEROUS, DENY, INJECTION, NEVER_AUTO_APPROVE, CommandPattern
 from .unwrap import MAX_DEPTH, Invocation, ParsedCommand, parse
 
@@ -105,6 +109,7 @@ def analyze(command: str) -> CommandVerdict:
 def _views(parsed: ParsedCommand) -> tuple[list[str], list[str]]:
     """(views any pattern may match anywhere in, single-command views for anchored ones)."""
     commands = [inv.text() for inv in parsed.invocations]
+    commands += [view for inv in parsed.invocations for view in expanded_views(inv.argv)]
     wrapped = [" ".join(inv.original) for inv in parsed.invocations if inv.wrappers]
     pipelines = [" | ".join(inv.text() for inv in p) for p in parsed.pipelines]
     free = [source for _, source in parsed.sources] + commands + wrapped + pipelines

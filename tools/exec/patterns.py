@@ -154,7 +154,8 @@ NEVER_AUTO_APPROVE: tuple[CommandPattern, ...] = (
     _ask("rm -r", rf"\brm\b{_SEG}(?:\s-[a-zA-Z]*[rR]\b|--recursive\b)"),
     _ask("rm *", rf"\brm\s{_SEG}\*"),
     _ask(
-        "git push --force", rf"\bgit\s{_SEG}\bpush\b{_SEG}(?:\s--force\b|\s-f\b|--force-with-lease)"
+        "git push --force",
+        rf"\bgit\s{_SEG}\bpush\b{_SEG}(?:\s--force\b|\s-f\b|--force-with-lease|\s\+\S)",
     ),
     _ask("git push --delete", rf"\bgit\s{_SEG}\bpush\b{_SEG}(?:--delete\b|\s-d\b|\s:\S)"),
     _ask("git reset --hard", rf"\bgit\s{_SEG}\breset\b{_SEG}--hard\b"),

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import secrets
 import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 import structlog
@@ -99,8 +100,12 @@ class ProcessRegistry:
         scrub: Scrub = no_scrub,
         max_per_session: int = 8,
         max_recorded_chars: int = 100_000,
+        stream_for: Callable[[ToolContext], str] = session_stream,
     ) -> None:
         self._record = record
+        #: The stream a session's process (and sandbox) events go to: the session's own
+        #: by default; a system whose Session actors own their streams gives a sibling.
+        self.stream_for = stream_for
         self._scrub = scrub
         self.max_per_session = max_per_session
         self.max_recorded_chars = max_recorded_chars
@@ -127,7 +132,7 @@ class ProcessRegistry:
             raise
         self._forget_old(ctx.session_id)
         process_id = "proc_" + secrets.token_hex(4)
-        stream = session_stream(ctx)
+        stream = self.stream_for(ctx)
         managed = ManagedProcess(process_id, command, run, stream, timeout_s)
         self._processes[_Key(ctx.session_id, process_id)] = managed
         started = ProcessStarted(

@@ -46,10 +46,15 @@ class RunningProcess(Protocol):
 class SandboxRunner(Protocol):
     """What exec needs from a sandbox (implemented by :class:`tools.sandbox.SandboxManager`)."""
 
-    #: Where the workspace is mounted in the container.
-    container_root: str
-    #: ``ro`` or ``rw``.
-    workspace_access: str
+    @property
+    def container_root(self) -> str:
+        """Where the workspace is mounted in the container."""
+        ...
+
+    @property
+    def workspace_access(self) -> str:
+        """``ro`` or ``rw``."""
+        ...
 
     async def start(
         self,

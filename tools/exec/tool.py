@@ -38,7 +38,7 @@ from .env import command_env, requested_env
 from .errors import CommandDenied, CommandTimedOut, SandboxRefused
 from .host import HostProcess
 from .output import clip
-from .processes import ProcessRegistry, session_stream
+from .processes import ProcessRegistry
 from .runs import RunningProcess, SandboxRunner
 
 __all__ = ["ExecTool"]
@@ -231,7 +231,7 @@ class ExecTool(BaseTool):
                 sandbox_key=ctx.effective_sandbox_key, reason=reason[:500], action=action
             )
             try:
-                await self._record(session_stream(ctx), [event])
+                await self._record(self.processes.stream_for(ctx), [event])
             except Exception as exc:
                 _log.warning("sandbox event not recorded", error=repr(exc)[:300])
         if action == "refused":
