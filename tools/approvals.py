@@ -40,6 +40,7 @@ from events.domain.tool import (
 
 from .base import Tool
 from .deny import match_deny_pattern
+from .exec.analysis import analyze as analyze_command
 
 __all__ = [
     "DECISIONS",
@@ -140,6 +141,17 @@ def evaluate_approval(
                 rule=f"deny pattern {denied.label!r}",
                 reason=f"the command matches the deny pattern {denied.label!r} "
                 f"({denied.category}) and is never run. Use a safer command.",
+            )
+        # The same patterns after unwrapping (sh -c, env, xargs...) and shell expansion,
+        # plus the dangerous and injection tables: refused here, before any approval, so
+        # the log records a refusal rather than a failed run.
+        verdict = analyze_command(command)
+        if verdict.action == "deny":
+            return ApprovalVerdict(
+                action="refuse",
+                pattern=pattern,
+                rule=f"{verdict.category} pattern {verdict.label!r}",
+                reason=verdict.message,
             )
     security, ask = _modes(config, args if command is not None else {})
     dangerous = tool.requires_approval_for(args)

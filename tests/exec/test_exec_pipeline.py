@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from events import EventStore
-from events.domain.tool import ToolCallFailed
+from events.domain.tool import ToolCallRefused
 from events.domain.workspace import SandboxUnavailable
 from tools import NeedsApproval, StoreSink, ToolPipeline, ToolRegistry, run_tool_call
 from tools.exec import ExecConfig, exec_tools
@@ -31,8 +31,11 @@ async def test_a_wrapped_deny_pattern_is_refused_with_the_seed_wording(
     )
     assert result.is_error and result.error_kind == "not_authorized"
     assert "command blocked by safety policy" in result.for_llm
-    failed = (await store.read_stream("session/main/s1"))[-1].event
-    assert isinstance(failed, ToolCallFailed) and failed.error_kind == "not_authorized"
+    types = [e.type for e in await store.read_stream("session/main/s1")]
+    assert types == ["tool.call_requested", "tool.call_refused"]  # never started
+    refused = (await store.read_stream("session/main/s1"))[-1].event
+    assert isinstance(refused, ToolCallRefused) and refused.step == "approval"
+    assert refused.rule == "deny pattern 'rm -rf'"
     assert not (root / "ran").exists()
 
 
