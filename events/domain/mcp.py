@@ -79,7 +79,7 @@ class McpToolSkipped(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
 
 
-class McpServerConfigured(Event, tag="mcp.server_configured"):
+class McpServerConfigured(Event, frozen=True, tag="mcp.server_configured"):
     server: str
     #: stdio | sse | streamable-http
     transport: str
@@ -101,25 +101,25 @@ class McpServerConfigured(Event, tag="mcp.server_configured"):
     source: str = "api"
 
 
-class McpServerEnabledChanged(Event, tag="mcp.server_enabled_changed"):
+class McpServerEnabledChanged(Event, frozen=True, tag="mcp.server_enabled_changed"):
     server: str
     enabled: bool
     by: str = ""
 
 
-class McpServerRemoved(Event, tag="mcp.server_removed"):
+class McpServerRemoved(Event, frozen=True, tag="mcp.server_removed"):
     server: str
     by: str = ""
 
 
-class McpConnecting(Event, tag="mcp.connecting"):
+class McpConnecting(Event, frozen=True, tag="mcp.connecting"):
     server: str
     #: 1 for the first try after a start, a loss or an operator's reconnect.
     attempt: int
     transport: str = ""
 
 
-class McpConnected(Event, tag="mcp.connected"):
+class McpConnected(Event, frozen=True, tag="mcp.connected"):
     server: str
     attempt: int
     server_name: str = ""
@@ -129,7 +129,7 @@ class McpConnected(Event, tag="mcp.connected"):
     duration_ms: float = 0.0
 
 
-class McpConnectFailed(Event, tag="mcp.connect_failed"):
+class McpConnectFailed(Event, frozen=True, tag="mcp.connect_failed"):
     server: str
     attempt: int
     #: An McpError class name: connect_error, timeout, protocol_error, config_error...
@@ -138,7 +138,7 @@ class McpConnectFailed(Event, tag="mcp.connect_failed"):
     duration_ms: float = 0.0
 
 
-class McpToolsDiscovered(Event, tag="mcp.tools_discovered"):
+class McpToolsDiscovered(Event, frozen=True, tag="mcp.tools_discovered"):
     """The tools of a fresh connection: from now on they are offered to granted agents."""
 
     server: str
@@ -146,7 +146,7 @@ class McpToolsDiscovered(Event, tag="mcp.tools_discovered"):
     skipped: list[McpToolSkipped] = msgspec.field(default_factory=list)
 
 
-class McpToolsWithdrawn(Event, tag="mcp.tools_withdrawn"):
+class McpToolsWithdrawn(Event, frozen=True, tag="mcp.tools_withdrawn"):
     """The server's tools left every agent's list (it is down, disabled or removed)."""
 
     server: str
@@ -154,7 +154,7 @@ class McpToolsWithdrawn(Event, tag="mcp.tools_withdrawn"):
     reason: str = ""
 
 
-class McpCallTimedOut(Event, tag="mcp.call_timed_out"):
+class McpCallTimedOut(Event, frozen=True, tag="mcp.call_timed_out"):
     """A call ran into its deadline: the server may hang, so it is checked at once."""
 
     server: str
@@ -162,7 +162,7 @@ class McpCallTimedOut(Event, tag="mcp.call_timed_out"):
     timeout_s: float
 
 
-class McpDisconnected(Event, tag="mcp.disconnected"):
+class McpDisconnected(Event, frozen=True, tag="mcp.disconnected"):
     server: str
     #: connection_lost | health_check | call_timeout | reconfigured | disabled | removed
     cause: str
@@ -170,7 +170,7 @@ class McpDisconnected(Event, tag="mcp.disconnected"):
     message: str = ""
 
 
-class McpReconnectScheduled(Event, tag="mcp.reconnect_scheduled"):
+class McpReconnectScheduled(Event, frozen=True, tag="mcp.reconnect_scheduled"):
     server: str
     #: The attempt that will run after ``delay_s``.
     attempt: int
@@ -178,7 +178,7 @@ class McpReconnectScheduled(Event, tag="mcp.reconnect_scheduled"):
     max_attempts: int
 
 
-class McpFailed(Event, tag="mcp.failed"):
+class McpFailed(Event, frozen=True, tag="mcp.failed"):
     """Every attempt failed: no more retries until an operator reconnects the server."""
 
     server: str
@@ -186,7 +186,7 @@ class McpFailed(Event, tag="mcp.failed"):
     message: str = ""
 
 
-class McpAgentGrantSet(Event, tag="mcp.agent_grant_set"):
+class McpAgentGrantSet(Event, frozen=True, tag="mcp.agent_grant_set"):
     """``agent`` may use the server (``*``: every agent without a grant of its own)."""
 
     server: str
@@ -200,13 +200,13 @@ class McpAgentGrantSet(Event, tag="mcp.agent_grant_set"):
     request_id: str = ""
 
 
-class McpAgentGrantRevoked(Event, tag="mcp.agent_grant_revoked"):
+class McpAgentGrantRevoked(Event, frozen=True, tag="mcp.agent_grant_revoked"):
     server: str
     agent: str
     by: str = ""
 
 
-class McpUserGrantSet(Event, tag="mcp.user_grant_set"):
+class McpUserGrantSet(Event, frozen=True, tag="mcp.user_grant_set"):
     """Narrows what ``user`` gets through agents granted the server (``*``: every user
     without a grant of their own); a disabled user grant hides the server from them."""
 
@@ -219,13 +219,13 @@ class McpUserGrantSet(Event, tag="mcp.user_grant_set"):
     request_id: str = ""
 
 
-class McpUserGrantRevoked(Event, tag="mcp.user_grant_revoked"):
+class McpUserGrantRevoked(Event, frozen=True, tag="mcp.user_grant_revoked"):
     server: str
     user: str
     by: str = ""
 
 
-class McpAccessRequested(Event, tag="mcp.access_requested"):
+class McpAccessRequested(Event, frozen=True, tag="mcp.access_requested"):
     server: str
     request_id: str
     #: agent | user
@@ -237,7 +237,7 @@ class McpAccessRequested(Event, tag="mcp.access_requested"):
     requested_by: str = ""
 
 
-class McpAccessReviewed(Event, tag="mcp.access_reviewed"):
+class McpAccessReviewed(Event, frozen=True, tag="mcp.access_reviewed"):
     server: str
     request_id: str
     #: approved | rejected

@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 
-class ContextFileWritten(Event, tag="workspace.context_file_written"):
+class ContextFileWritten(Event, frozen=True, tag="workspace.context_file_written"):
     """A context file's new content (whole file)."""
 
     agent: str
@@ -52,7 +52,7 @@ class ContextFileWritten(Event, tag="workspace.context_file_written"):
     call_id: str = ""
 
 
-class ContextFileDeleted(Event, tag="workspace.context_file_deleted"):
+class ContextFileDeleted(Event, frozen=True, tag="workspace.context_file_deleted"):
     """The file is gone (writing BOOTSTRAP.md empty deletes it)."""
 
     agent: str
@@ -61,7 +61,7 @@ class ContextFileDeleted(Event, tag="workspace.context_file_deleted"):
     call_id: str = ""
 
 
-class MemoryDocumentWritten(Event, tag="workspace.memory_document_written"):
+class MemoryDocumentWritten(Event, frozen=True, tag="workspace.memory_document_written"):
     """A memory document's new content; ``.md`` documents are indexed for memory_search."""
 
     agent: str
@@ -72,14 +72,14 @@ class MemoryDocumentWritten(Event, tag="workspace.memory_document_written"):
     call_id: str = ""
 
 
-class MemoryDocumentDeleted(Event, tag="workspace.memory_document_deleted"):
+class MemoryDocumentDeleted(Event, frozen=True, tag="workspace.memory_document_deleted"):
     agent: str
     path: str
     user: str = ""
     call_id: str = ""
 
 
-class ProcessStarted(Event, tag="process.started"):
+class ProcessStarted(Event, frozen=True, tag="process.started"):
     """A shell command kept running after its ``exec`` call returned."""
 
     process_id: str
@@ -94,7 +94,7 @@ class ProcessStarted(Event, tag="process.started"):
     timeout_s: float = 0.0
 
 
-class ProcessOutput(Event, tag="process.output"):
+class ProcessOutput(Event, frozen=True, tag="process.output"):
     """A chunk of combined stdout/stderr, in order; ``offset`` counts characters before it."""
 
     process_id: str
@@ -102,7 +102,7 @@ class ProcessOutput(Event, tag="process.output"):
     offset: int = 0
 
 
-class ProcessInput(Event, tag="process.input"):
+class ProcessInput(Event, frozen=True, tag="process.input"):
     """Characters written to the process's stdin (the text itself is not recorded)."""
 
     process_id: str
@@ -111,14 +111,14 @@ class ProcessInput(Event, tag="process.input"):
     call_id: str = ""
 
 
-class ProcessSignalled(Event, tag="process.signalled"):
+class ProcessSignalled(Event, frozen=True, tag="process.signalled"):
     process_id: str
     #: ``SIGTERM``, ``SIGKILL``…
     signal: str
     call_id: str = ""
 
 
-class ProcessExited(Event, tag="process.exited"):
+class ProcessExited(Event, frozen=True, tag="process.exited"):
     """The run ended. ``reason``: exited | killed | timeout | signalled | lost."""
 
     process_id: str
@@ -130,7 +130,7 @@ class ProcessExited(Event, tag="process.exited"):
     truncated: bool = False
 
 
-class SandboxContainerStarted(Event, tag="sandbox.container_started"):
+class SandboxContainerStarted(Event, frozen=True, tag="sandbox.container_started"):
     sandbox_key: str
     container_id: str
     image: str
@@ -139,14 +139,14 @@ class SandboxContainerStarted(Event, tag="sandbox.container_started"):
     network: str = "none"
 
 
-class SandboxContainerRemoved(Event, tag="sandbox.container_removed"):
+class SandboxContainerRemoved(Event, frozen=True, tag="sandbox.container_removed"):
     sandbox_key: str
     container_id: str
     #: session_end | close | recreate | timeout_kill
     reason: str = ""
 
 
-class SandboxUnavailable(Event, tag="sandbox.unavailable"):
+class SandboxUnavailable(Event, frozen=True, tag="sandbox.unavailable"):
     """The sandbox was configured but could not run a command; ``action`` says what
     happened instead: ``refused`` or ``host_fallback``."""
 
