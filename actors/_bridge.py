@@ -93,7 +93,6 @@ class Reply(Protocol):
     def set_error(self, error: BaseException) -> None: ...
 
 
-
 class AskEnvelope:
     """A request and where its reply goes; delivered with ``tell``."""
 

@@ -48,9 +48,8 @@ def _importers(package: str, forbidden: tuple[str, ...]) -> list[str]:
     for path in (ROOT / package).rglob("*.py"):
         for line in path.read_text().splitlines():
             words = line.split()
-            if len(words) >= 2 and words[0] in ("import", "from"):
-                if words[1].split(".")[0] in forbidden:
-                    found.append(f"{path.relative_to(ROOT)}: {line.strip()}")
+            if words[:1] in (["import"], ["from"]) and words[1].split(".")[0] in forbidden:
+                found.append(f"{path.relative_to(ROOT)}: {line.strip()}")
     return found
 
 

@@ -38,11 +38,14 @@ async def append(store: EventStore, stream: str, *events: Event) -> int:
 
 @pytest.fixture
 async def views(tmp_path: Path) -> AsyncIterator[tuple[EventStore, ReadModels]]:
-    async with await open_store(SqliteBackend(tmp_path / "log.db")) as store:
-        async with ProjectionRunner(store, None, [p() for p in ALL_PROJECTIONS]) as runner:
-            runner.start()
-            async with ReadModels(runner.path, runner=runner) as models:
-                yield store, models
+    projections = [p() for p in ALL_PROJECTIONS]
+    async with (
+        await open_store(SqliteBackend(tmp_path / "log.db")) as store,
+        ProjectionRunner(store, None, projections) as runner,
+    ):
+        runner.start()
+        async with ReadModels(runner.path, runner=runner) as models:
+            yield store, models
 
 
 async def test_a_board_lists_tasks_in_creation_order_with_blockers_and_claims(
