@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README.md, .ci/run): installs what the tests need, starts the real
 # services they use on loopback, runs pytest, and stops the services again.
-#   - Python deps: the package with its test extras (mcp, asyncpg, pytest, ...)
+#   - Python deps: the package with its test and dev extras (asyncpg, pytest, ruff, mypy)
+#   - ruff (lint and format) and mypy, before any test
 #   - PostgreSQL (Debian's postgresql) on a free loopback port     -> scripts/postgres.sh
 #   - a Docker engine (Debian's docker.io) on a private socket,
 #     with a local busybox image imported from a rootfs tarball     -> scripts/docker.sh
@@ -10,7 +11,11 @@
 # In CI (CI set) a service that cannot be had fails its tests; it never skips them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install -q --disable-pip-version-check -e '.[test]'
+python3 -m pip install -q --disable-pip-version-check -e '.[test,dev]'
+# House rule 10: lint, format and type checks are part of the test command.
+python3 -m ruff check .
+python3 -m ruff format --check actors events projections tools tests scripts
+python3 -m mypy
 RUN_DIR=$(mktemp -d /tmp/clawlog-test.XXXXXX)
 chmod 755 "$RUN_DIR"
 cleanup() {
