@@ -8,7 +8,7 @@ import msgspec
 
 from .base import Event, UnknownEvent
 
-__all__ = ["EventMetadata", "NewRecord", "RecordedEvent", "StoredRecord"]
+__all__ = ["NO_METADATA", "EventMetadata", "NewRecord", "RecordedEvent", "StoredRecord"]
 
 
 class EventMetadata(msgspec.Struct, frozen=True, kw_only=True):
@@ -24,8 +24,16 @@ class EventMetadata(msgspec.Struct, frozen=True, kw_only=True):
     idempotency_key: str | None = None
 
 
-class RecordedEvent(msgspec.Struct, frozen=True, kw_only=True):
-    """A decoded event with its envelope, as readers see it."""
+#: The metadata of an append that gives none. Backends may test for it by identity.
+NO_METADATA = EventMetadata()
+
+
+class RecordedEvent(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """A decoded event with its envelope, as readers see it.
+
+    ``gc=False``: an envelope holds scalars and one frozen event, never a cycle, and a
+    read page makes thousands of them (tracking them costs reads about a third).
+    """
 
     #: Global, gapless order of the log, from 1.
     position: int
@@ -48,7 +56,7 @@ class RecordedEvent(msgspec.Struct, frozen=True, kw_only=True):
         return dt.datetime.fromtimestamp(self.recorded_at, dt.UTC)
 
 
-class NewRecord(msgspec.Struct, frozen=True):
+class NewRecord(msgspec.Struct, frozen=True, gc=False):
     """An encoded event on its way into a backend: the backend sees only bytes."""
 
     type: str
@@ -56,8 +64,9 @@ class NewRecord(msgspec.Struct, frozen=True):
     payload: bytes
 
 
-class StoredRecord(msgspec.Struct, frozen=True, array_like=True):
-    """A row as a backend returns it; decoding happens outside the backend."""
+class StoredRecord(msgspec.Struct, frozen=True, array_like=True, gc=False):
+    """A row as a backend returns it; decoding happens outside the backend. Only scalars:
+    no cycle possible, so not tracked by the garbage collector (``gc=False``)."""
 
     position: int
     stream: str

@@ -32,6 +32,7 @@ class EventRegistry:
     def __init__(self, classes: Iterable[type[Event]] = ()) -> None:
         self._lock = threading.Lock()
         self._classes: dict[str, type[Event]] = {}
+        self._tags: dict[type[Event], str] = {}  # the reverse, for encoding
         self._upcasters: dict[tuple[str, int], Upcaster] = {}
         self._decoder: msgspec.msgpack.Decoder[Any] | None = None
         self._encoder = msgspec.msgpack.Encoder()
@@ -47,6 +48,7 @@ class EventRegistry:
                 if known is not None and known is not cls:
                     raise ValueError(f"tag {tag!r} is taken by {known.__qualname__}")
                 self._classes[tag] = cls
+                self._tags[cls] = tag
             self._decoder = None
 
     def register_upcaster(self, tag: str, from_version: int, upcaster: Upcaster) -> None:
@@ -64,15 +66,25 @@ class EventRegistry:
     def encode(self, event: Event) -> tuple[str, int, bytes]:
         """Return ``(tag, schema_version, payload)`` for a registered event instance."""
         cls = type(event)
-        tag = cls.__struct_config__.tag
-        if not isinstance(event, Event) or self._classes.get(tag) is not cls:  # type: ignore[arg-type]
+        tag = self._tags.get(cls)
+        if tag is None:
             raise UnknownEventClass(
                 f"{cls.__qualname__} is not a registered event class; subclass events.Event "
                 "with an explicit tag and register it"
             )
-        return tag, cls.schema_version, self._encoder.encode(event)  # type: ignore[return-value]
+        return tag, cls.schema_version, self._encoder.encode(event)
 
     # -- decoding -----------------------------------------------------------------------
+    def current_decoding(self) -> tuple[dict[str, type[Event]], Callable[[bytes], Any]]:
+        """For bulk reads: the classes by tag and the one union decoder's ``decode``.
+
+        A row whose tag maps to a class and whose schema version is at least the class's
+        decodes with it directly; the caller checks the decoded type against the tag and
+        sends any other row through :meth:`decode`.
+        """
+        decoder = self._decoder or self._build_decoder()
+        return self._classes, decoder.decode
+
     def decode(self, tag: str, schema_version: int, payload: bytes) -> Event | UnknownEvent:
         """Decode one stored payload. Raises ``msgspec.DecodeError`` on a corrupt payload."""
         cls = self._classes.get(tag)

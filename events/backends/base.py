@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Protocol, runtime_checkable
 
 import msgspec
@@ -45,13 +45,15 @@ class StorageBackend(Protocol):
 
     async def open(self) -> None: ...
 
-    async def append(
+    def append(
         self,
         stream: str,
         records: Sequence[NewRecord],
         expected_version: int,
         metadata: EventMetadata,
-    ) -> list[StoredRecord]: ...
+    ) -> Awaitable[list[StoredRecord]]:
+        """An ``async def`` or, to spare the hot path a coroutine, a plain method
+        returning a future."""
 
     async def read_stream(
         self, stream: str, from_version: int, limit: int | None

@@ -1,10 +1,10 @@
-"""The embedded default backend: one SQLite file in WAL mode, on aiosqlite.
+"""The embedded default backend: one SQLite file in WAL mode.
 
-Group commit: appends queue on the event loop, and whenever the writer thread is idle
-everything queued goes to it as one batch, committed in one transaction, each append
-with its own result or its own :class:`VersionConflict`. A whole batch runs as one call on
-aiosqlite's thread, which answers the callers itself: one thread hop each way per batch.
-Reads use their own connection. ``synchronous=FULL`` by default, so an acknowledged
+Group commit: appends queue for the writer's own thread (see :mod:`.sqlite_thread`),
+which takes everything queued as one batch, commits it in one transaction and answers
+every caller of the batch with one hop back to the loop, each append with its own result
+or its own :class:`VersionConflict`. While one batch commits, the next one queues. Reads
+use their own aiosqlite connection. ``synchronous=FULL`` by default, so an acknowledged
 append is on disk.
 """
 
@@ -24,7 +24,8 @@ import structlog
 from ..envelope import EventMetadata, NewRecord, StoredRecord
 from ..errors import EventStoreError, StoreClosed, StoreUnavailable
 from .base import SnapshotRecord
-from .sqlite_schema import WriterLock, check_or_create_schema, check_schema
+from .sqlite_schema import WriterLock, check_schema
+from .sqlite_thread import WriterThread
 from .sqlite_writer import AppendRequest, BatchWriter, Outcome, SnapshotRequest
 
 __all__ = ["SqliteBackend"]
@@ -58,15 +59,12 @@ class SqliteBackend:
         self._max_batch = max_batch
         self._poll_interval = poll_interval
         self._lock = WriterLock(self.path)
-        self._writer: aiosqlite.Connection | None = None
+        self._thread: WriterThread | None = None
+        self._submit: Callable[[AppendRequest | SnapshotRequest], None] = _closed
         self._reader: aiosqlite.Connection | None = None
         self._batch: BatchWriter | None = None
-        self._queue: list[AppendRequest | SnapshotRequest] = []
-        self._writing = False  # a batch is on the writer thread
-        self._flush_scheduled = False
-        self._drained = asyncio.Event()
-        self._drained.set()
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._new_future: Callable[[], asyncio.Future[Any]] = _no_future
         self._head = 0
         self._head_changed: asyncio.Event | None = None  # made only when someone waits
         self._state: Literal["unopened", "open", "closed"] = "unopened"
@@ -96,16 +94,12 @@ class SqliteBackend:
         self._state = "open"
 
     async def _open_writer(self) -> None:
-        self._writer = await _connect(str(self.path))
-        # Identify the file before any pragma: a foreign database must stay untouched.
-        await _on_thread(self._writer, check_schema, str(self.path))
-        await self._writer.execute("PRAGMA journal_mode=WAL")
-        await self._writer.execute(f"PRAGMA synchronous={self.synchronous}")
-        await self._writer.execute("PRAGMA busy_timeout=5000")
-        await _on_thread(self._writer, check_or_create_schema, str(self.path))
         self._batch = BatchWriter(self._max_batch)
-        self._head = await _on_thread(self._writer, self._batch.load_head)
         self._loop = asyncio.get_running_loop()
+        self._new_future = self._loop.create_future
+        self._thread = WriterThread(str(self.path), self.synchronous, self._batch, self._resolve)
+        self._submit = self._thread.submit
+        self._head = await self._thread.start()
 
     async def _open_reader(self, uri: str) -> None:
         self._reader = await _connect(uri, uri=uri.startswith("file:"))
@@ -121,75 +115,41 @@ class SqliteBackend:
             return
         was_open = self._state == "open"
         self._state = "closed"
-        await asyncio.shield(self._drained.wait())  # appends already accepted still land
-        await self._close_connections()
+        await self._close_connections()  # appends already accepted still land
         if was_open and not self.read_only:
             self._lock.release()
         if self._head_changed is not None:
             self._head_changed.set()
 
     async def _close_connections(self) -> None:
-        for conn in (self._writer, self._reader):
-            if conn is not None:
-                await conn.close()
+        if self._thread is not None:
+            await self._thread.stop()
+        if self._reader is not None:
+            await self._reader.close()
 
     # -- writing ------------------------------------------------------------------------
-    async def append(
+    def append(
         self,
         stream: str,
         records: Sequence[NewRecord],
         expected_version: int,
         metadata: EventMetadata,
-    ) -> list[StoredRecord]:
+    ) -> asyncio.Future[list[StoredRecord]]:
+        """Queue the append for the writer thread; the future holds its records.
+
+        A plain method returning the future, not a coroutine: one object less per append.
+        """
         if self._state != "open" or self.read_only:
             self._check_writable()
-        request = AppendRequest(stream, records, expected_version, metadata)
-        return await self._enqueue(request)  # type: ignore[no-any-return]
+        future: asyncio.Future[list[StoredRecord]] = self._new_future()
+        self._submit(AppendRequest(stream, records, expected_version, metadata, future))
+        return future
 
     async def save_snapshot(self, snapshot: SnapshotRecord) -> None:
         self._check_writable()
-        await self._enqueue(SnapshotRequest(snapshot))
-
-    def _enqueue(self, request: AppendRequest | SnapshotRequest) -> asyncio.Future[Any]:
-        assert self._loop is not None
-        request.future = future = self._loop.create_future()
-        self._queue.append(request)
-        if not self._writing and not self._flush_scheduled:
-            self._flush()  # the writer is idle: no reason to wait for company
-        return future
-
-    def _flush(self) -> None:
-        """Hand everything queued to the writer thread as one batch (one transaction).
-
-        One batch at a time: while it commits, new requests queue up and form the next
-        one. (A second batch in flight measured slower: the loop and the writer thread
-        take turns on the GIL, so the thread mostly waits for the loop instead of
-        overlapping with it.)
-        """
-        self._flush_scheduled = False
-        if self._writing:
-            return
-        if not self._queue:
-            self._drained.set()
-            return
-        batch = self._queue[: self._max_batch]
-        del self._queue[: self._max_batch]
-        self._writing = True
-        self._drained.clear()
-        assert self._writer is not None
-        _post(self._writer, self._commit_on_thread, batch)
-
-    def _commit_on_thread(
-        self, conn: sqlite3.Connection, batch: list[AppendRequest | SnapshotRequest]
-    ) -> None:
-        assert self._batch is not None and self._loop is not None
-        outcomes: list[Outcome] | BaseException
-        try:
-            outcomes = self._batch.commit(conn, batch)
-        except Exception as exc:  # every caller must get an answer, whatever went wrong
-            outcomes = exc
-        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
-            self._loop.call_soon_threadsafe(self._resolve, batch, outcomes, self._batch.head)
+        future: asyncio.Future[None] = self._new_future()
+        self._submit(SnapshotRequest(snapshot, future))
+        await future
 
     def _resolve(
         self,
@@ -198,28 +158,22 @@ class SqliteBackend:
         head: int,
     ) -> None:
         """Answer each caller of one committed batch (on the loop)."""
-        self._writing = False
         if isinstance(outcomes, BaseException):
             _log.error("sqlite batch commit failed", error=repr(outcomes), batch=len(batch))
             outcomes = [self._unavailable(outcomes) for _ in batch]
         for request, outcome in zip(batch, outcomes, strict=True):
-            future = request.future
-            assert future is not None
+            future: Any = request.future
             if future.done():  # the caller was cancelled; the append still happened
                 continue
-            if isinstance(outcome, BaseException):
-                future.set_exception(outcome)
-            else:
+            if type(outcome) is list or not isinstance(outcome, BaseException):
                 future.set_result(outcome)
+            else:
+                future.set_exception(outcome)
         if head > self._head:
             self._head = head
             if self._head_changed is not None:
                 self._head_changed.set()
                 self._head_changed = None
-        if not self._flush_scheduled:  # after the callers just answered have appended again
-            self._flush_scheduled = True
-            assert self._loop is not None
-            self._loop.call_soon(self._flush)
 
     def _unavailable(self, cause: BaseException) -> StoreUnavailable:
         failure = StoreUnavailable(f"writing {self.path} failed: {cause}")
@@ -341,13 +295,12 @@ async def _on_thread(conn: aiosqlite.Connection, fn: Callable[..., _T], *args: A
     return await conn._execute(lambda: fn(conn._conn, *args))  # type: ignore[no-any-return]
 
 
-def _post(conn: aiosqlite.Connection, fn: Callable[..., None], *args: Any) -> None:
-    """Queue ``fn(sqlite3_connection, *args)`` on the connection's thread without awaiting.
+def _closed(request: AppendRequest | SnapshotRequest) -> None:
+    raise StoreClosed("the store is not open for writing")
 
-    ``fn`` reports back itself (``call_soon_threadsafe``): one thread hop each way per
-    batch, and no task per batch. Like ``_on_thread``, this uses aiosqlite's queue.
-    """
-    conn._tx.put_nowait((None, lambda: fn(conn._conn, *args)))
+
+def _no_future() -> asyncio.Future[Any]:
+    raise StoreClosed("the store is not open for writing")
 
 
 def _fetch_records(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[StoredRecord]:
