@@ -1,14 +1,18 @@
 """PostgreSQL section of the store benchmark (issue 11): clawlog with 100 concurrent
 producers against the ``eventsourcing`` library's PostgreSQL recorder at the same batch
-size (100 events per ``insert_events``), in one run, on the same server.
+size (100 events per ``insert_events``), in one run, on the same server. Both run
+``rounds`` times, alternating, each into a fresh schema (dropped afterwards); the rates
+are medians and the ratio is the median of the per-round ratios (robust to a noisy host).
 
-    python3 scripts/bench_store_pg.py --url postgresql://postgres@127.0.0.1:5432/clawlog [--quick]
+    python3 scripts/bench_store_pg.py --url postgresql://postgres@127.0.0.1:5432/clawlog \
+        [--quick] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import statistics
 import sys
 import time
 import uuid
@@ -43,6 +47,7 @@ async def clawlog_pg(url: str, n: int, producers: int) -> float:
     await asyncio.gather(*(producer(k) for k in range(producers)))
     elapsed = time.perf_counter() - started
     await store.close()
+    await _drop_schema(url, schema)
     return per * producers / elapsed
 
 
@@ -79,6 +84,7 @@ def eventsourcing_pg(url: str, n: int, per_save: int) -> float:
         recorder.insert_events(events[start : start + per_save])
     elapsed = time.perf_counter() - started
     datastore.close()
+    asyncio.run(_drop_schema(url, es_schema))
     return n / elapsed
 
 
@@ -90,14 +96,26 @@ async def _create_schema(url: str, schema: str) -> None:
     await conn.close()
 
 
-async def run_pg_section(url: str, quick: bool) -> dict[str, float]:
-    n = 5_000 if quick else 20_000
-    ours = await clawlog_pg(url, n, 100)
-    theirs = await asyncio.to_thread(eventsourcing_pg, url, n, 100)
+async def _drop_schema(url: str, schema: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    await conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    await conn.close()
+
+
+async def run_pg_section(url: str, quick: bool, rounds: int = 3) -> dict[str, float]:
+    n = 10_000 if quick else 40_000
+    ours, theirs = [], []
+    for _ in range(rounds):
+        ours.append(await clawlog_pg(url, n, 100))
+        theirs.append(await asyncio.to_thread(eventsourcing_pg, url, n, 100))
     return {
-        "clawlog append, 100 producers (events/s)": ours,
-        "eventsourcing insert_events, 100 per call (events/s)": theirs,
-        "pg_append100_vs_eventsourcing": ours / theirs,
+        "clawlog append, 100 producers (events/s)": statistics.median(ours),
+        "eventsourcing insert_events, 100 per call (events/s)": statistics.median(theirs),
+        "pg_append100_vs_eventsourcing": statistics.median(
+            a / b for a, b in zip(ours, theirs, strict=True)
+        ),
     }
 
 
@@ -105,8 +123,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--url", required=True)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    results = asyncio.run(run_pg_section(args.url, args.quick))
+    results = asyncio.run(run_pg_section(args.url, args.quick, args.rounds))
     for key, value in results.items():
         print(f"{key}: {value:,.2f}")
     print(f"RATIOS pg_append100_vs_eventsourcing={results['pg_append100_vs_eventsourcing']:.2f}")

@@ -3,9 +3,10 @@
 Positions are assigned inside the append transaction under ``LOCK TABLE events IN
 EXCLUSIVE MODE`` (as the ``eventsourcing`` library does), so they are gapless and become
 visible to readers in order: a reader can never see position n+1 before n. Concurrent
-appends of this process are batched into one such transaction (group commit), each with
-its own result or :class:`VersionConflict`. ``wait_for_append`` listens on a channel
-notified by every append, with polling as the fallback after a lost connection.
+appends of this process are batched into one such transaction (group commit, one round
+trip: :mod:`.postgres_writer`), each with its own result or :class:`VersionConflict`.
+``wait_for_append`` listens on a channel notified by every append, with polling as the
+fallback after a lost connection.
 """
 
 from __future__ import annotations
@@ -19,70 +20,22 @@ from typing import Any
 
 import asyncpg
 import structlog
-from msgspec.structs import astuple
 
 from ..envelope import EventMetadata, NewRecord, StoredRecord
-from ..errors import (
-    EventStoreError,
-    IdempotencyKeyReused,
-    NotAClawlogDatabase,
-    StoreClosed,
-    StoreUnavailable,
-)
-from .base import SnapshotRecord, check_expected_version
+from ..errors import NotAClawlogDatabase, StoreClosed, StoreUnavailable
+from .base import SnapshotRecord
+from .postgres_sql import SCHEMA_VERSION, ddl
+from .postgres_writer import UNAVAILABLE as _UNAVAILABLE
+from .postgres_writer import PostgresWriter
 
 __all__ = ["PostgresBackend"]
 
-SCHEMA_VERSION = 1
 _log = structlog.get_logger("clawlog.events.postgres")
 _COLUMNS = (
     "position, stream, version, type, schema_version, payload, recorded_at, "
     "correlation_id, causation_id, actor, idempotency_key"
 )
-_UNAVAILABLE = (
-    asyncpg.PostgresConnectionError,
-    asyncpg.InterfaceError,
-    OSError,
-    asyncpg.CannotConnectNowError,
-)
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-
-
-def _ddl(schema: str) -> str:
-    return f"""
-    CREATE SCHEMA IF NOT EXISTS {schema};
-    CREATE TABLE IF NOT EXISTS {schema}.clawlog_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    CREATE TABLE IF NOT EXISTS {schema}.events (
-        position BIGINT PRIMARY KEY, stream TEXT NOT NULL, version INTEGER NOT NULL,
-        type TEXT NOT NULL, schema_version INTEGER NOT NULL, payload BYTEA NOT NULL,
-        recorded_at DOUBLE PRECISION NOT NULL, correlation_id TEXT, causation_id TEXT,
-        actor TEXT, idempotency_key TEXT, UNIQUE (stream, version));
-    CREATE TABLE IF NOT EXISTS {schema}.idempotency_keys (
-        key TEXT PRIMARY KEY, stream TEXT NOT NULL, first_position BIGINT NOT NULL,
-        last_position BIGINT NOT NULL);
-    CREATE TABLE IF NOT EXISTS {schema}.snapshots (
-        stream TEXT PRIMARY KEY, version INTEGER NOT NULL, state_type TEXT NOT NULL,
-        payload BYTEA NOT NULL, recorded_at DOUBLE PRECISION NOT NULL);
-    CREATE TABLE IF NOT EXISTS {schema}.stream_leases (
-        stream TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL);
-    INSERT INTO {schema}.clawlog_meta VALUES ('schema_version', '{SCHEMA_VERSION}')
-        ON CONFLICT (key) DO NOTHING;
-    """
-
-
-class _Request:
-    __slots__ = ("expected", "future", "metadata", "records", "stream")
-
-    def __init__(
-        self,
-        stream: str,
-        records: Sequence[NewRecord],
-        expected: int,
-        metadata: EventMetadata,
-        future: asyncio.Future[Any],
-    ) -> None:
-        self.stream, self.records, self.expected = stream, records, expected
-        self.metadata, self.future = metadata, future
 
 
 class PostgresBackend:
@@ -103,9 +56,7 @@ class PostgresBackend:
         self._pool_size, self._max_batch, self._poll = pool_size, max_batch, poll_interval
         self._pool: asyncpg.Pool | None = None
         self._listener: asyncpg.Connection | None = None
-        self._queue: list[_Request] = []
-        self._wake = asyncio.Event()
-        self._writer: asyncio.Task[None] | None = None
+        self._writer: PostgresWriter | None = None
         self._appended = asyncio.Event()
         self._channel = f"clawlog_{schema}"
         self._state = "unopened"
@@ -120,7 +71,9 @@ class PostgresBackend:
         except _UNAVAILABLE as exc:
             await self._close_pool()
             raise StoreUnavailable(f"cannot reach PostgreSQL: {exc}") from exc
-        self._writer = asyncio.create_task(self._run_writer(), name="clawlog-pg-writer")
+        self._writer = PostgresWriter(
+            self.url, self.schema, self._channel, self._max_batch, self._span
+        )
         self._state = "open"
 
     async def _check_or_create(self, conn: asyncpg.Connection) -> None:
@@ -144,7 +97,7 @@ class PostgresBackend:
                 )
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", self.schema)
-            await conn.execute(_ddl(self.schema))
+            await conn.execute(ddl(self.schema))
 
     async def _listen(self) -> None:
         self._listener = await asyncpg.connect(self.url)
@@ -177,8 +130,7 @@ class PostgresBackend:
             return
         self._state = "closed"
         if self._writer is not None:
-            self._wake.set()
-            await asyncio.shield(self._writer)
+            await self._writer.close()
         self._notify()
         await self._close_pool()
 
@@ -191,139 +143,24 @@ class PostgresBackend:
                 await self._pool.close()
 
     # -- writing ------------------------------------------------------------------------
-    async def append(
+    def append(
         self,
         stream: str,
         records: Sequence[NewRecord],
         expected_version: int,
         metadata: EventMetadata,
-    ) -> list[StoredRecord]:
+    ) -> asyncio.Future[list[StoredRecord]]:
+        """Queue the append for the writer's next batch; the future holds its result."""
         self._check_open()
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Request(stream, records, expected_version, metadata, future))
-        self._wake.set()
-        return await future  # type: ignore[no-any-return]
+        assert self._writer is not None
+        return self._writer.submit(stream, records, expected_version, metadata)
 
-    async def _run_writer(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._queue:
-                batch = self._queue[: self._max_batch]
-                del self._queue[: self._max_batch]
-                await self._commit(batch)
-                await asyncio.sleep(0)
-            if self._state == "closed":
-                return
-
-    async def _commit(self, batch: list[_Request]) -> None:
-        assert self._pool is not None
-        try:
-            async with self._pool.acquire() as conn, conn.transaction():
-                outcomes = await self._write(conn, batch)
-        except _UNAVAILABLE as exc:
-            failure = StoreUnavailable(
-                f"PostgreSQL connection lost during append: {exc}; "
-                "retry with the same idempotency key"
-            )
-            outcomes = [failure] * len(batch)
-        except asyncpg.PostgresError as exc:
-            outcomes = [EventStoreError(f"append failed: {exc}")] * len(batch)
-        for request, outcome in zip(batch, outcomes, strict=True):
-            if request.future.done():
-                continue
-            if isinstance(outcome, BaseException):
-                request.future.set_exception(outcome)
-            else:
-                request.future.set_result(outcome)
-
-    async def _write(self, conn: asyncpg.Connection, batch: list[_Request]) -> list[Any]:
-        s = self.schema
-        await conn.execute(f"LOCK TABLE {s}.events IN EXCLUSIVE MODE")
-        head = int(await conn.fetchval(f"SELECT coalesce(max(position), 0) FROM {s}.events"))
-        streams = list({r.stream for r in batch})
-        versions = dict(
-            await conn.fetch(
-                f"SELECT stream, max(version) FROM {s}.events WHERE stream = any($1::text[]) "
-                "GROUP BY stream",
-                streams,
-            )
-        )
-        keys = [r.metadata.idempotency_key for r in batch if r.metadata.idempotency_key]
-        spans = (
-            {
-                row[0]: (row[1], row[2], row[3])
-                for row in await conn.fetch(
-                    f"SELECT key, stream, first_position, last_position FROM {s}.idempotency_keys "
-                    "WHERE key = any($1::text[])",
-                    keys,
-                )
-            }
-            if keys
-            else {}
-        )
-        now, rows, key_rows, outcomes = time.time(), [], [], []
-        for request in batch:
-            meta, key = request.metadata, request.metadata.idempotency_key
-            try:
-                if key is not None and key in spans:
-                    stream, first, last = spans[key]
-                    if stream != request.stream:
-                        raise IdempotencyKeyReused(
-                            f"idempotency key {key!r} was used for stream {stream!r}"
-                        )
-                    outcomes.append((first, last))
-                    continue
-                current = versions.get(request.stream, 0)
-                check_expected_version(request.stream, request.expected, current)
-            except EventStoreError as exc:
-                outcomes.append(exc)
-                continue
-            records = [
-                StoredRecord(
-                    head + i,
-                    request.stream,
-                    current + i,
-                    r.type,
-                    r.schema_version,
-                    r.payload,
-                    now,
-                    meta.correlation_id,
-                    meta.causation_id,
-                    meta.actor,
-                    key,
-                )
-                for i, r in enumerate(request.records, start=1)
-            ]
-            head, versions[request.stream] = records[-1].position, records[-1].version
-            rows.extend(astuple(r) for r in records)
-            if key is not None:
-                spans[key] = (request.stream, records[0].position, records[-1].position)
-                key_rows.append((key, request.stream, records[0].position, records[-1].position))
-            outcomes.append(records)
-        if rows:
-            # One statement for the whole batch (column arrays), notifying in the same trip.
-            columns = [list(column) for column in zip(*rows, strict=True)]
-            await conn.execute(
-                f"WITH added AS (INSERT INTO {s}.events ({_COLUMNS}) SELECT * FROM unnest("
-                "$1::bigint[], $2::text[], $3::int[], $4::text[], $5::int[], $6::bytea[], "
-                "$7::float8[], $8::text[], $9::text[], $10::text[], $11::text[])) "
-                "SELECT pg_notify($12, $13)",
-                *columns,
-                self._channel,
-                str(head),
-            )
-        if key_rows:
-            await conn.executemany(
-                f"INSERT INTO {s}.idempotency_keys VALUES ($1,$2,$3,$4)", key_rows
-            )
-        return [await self._span(conn, o) if isinstance(o, tuple) else o for o in outcomes]
-
-    async def _span(self, conn: asyncpg.Connection, span: tuple[int, int]) -> list[StoredRecord]:
-        rows = await conn.fetch(
+    async def _span(self, first: int, last: int) -> list[StoredRecord]:
+        rows = await self._fetch(
             f"SELECT {_COLUMNS} FROM {self.schema}.events WHERE position "
             "BETWEEN $1 AND $2 ORDER BY position",
-            *span,
+            first,
+            last,
         )
         return [StoredRecord(*row) for row in rows]
 

@@ -14,7 +14,15 @@ import pytest
 
 from actors import System
 from actors.ownership import StreamOwnedElsewhere
-from events import ANY, NO_STREAM, EventMetadata, EventRegistry, StoreUnavailable, open_store
+from events import (
+    ANY,
+    NO_STREAM,
+    EventMetadata,
+    EventRegistry,
+    StoreUnavailable,
+    VersionConflict,
+    open_store,
+)
 from events.backends.postgres import PostgresBackend
 from tests.actors.sample import Add, Added, Counter
 from tests.contracts.sample_events import Noted
@@ -35,9 +43,15 @@ async def test_two_processes_writing_one_stream_exactly_one_wins_each_version(pg
     name = schema()
     store = await open_pg(pg_url, name)  # creates the schema before the race
     await store.close()  # type: ignore[attr-defined]
-    procs = [subprocess.Popen([sys.executable, "-m", "tests.events_pg.pg_writer", pg_url, name,
-                               who, "40"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
-             for who in ("a", "b")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.events_pg.pg_writer", pg_url, name, who, "40"],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        for who in ("a", "b")
+    ]
     wins = [int(p.communicate(timeout=120)[0]) for p in procs]
     assert sum(wins) == 40
     store = await open_pg(pg_url, name)
@@ -61,7 +75,8 @@ async def test_a_slow_transaction_never_lets_a_reader_skip_its_position(pg_url: 
         await slow.execute(
             f"INSERT INTO {name}.events (position, stream, version, type, schema_version, "
             "payload, recorded_at) SELECT 2, 's/slow', 1, 'test.noted', 1, payload, 0 "
-            f"FROM {name}.events WHERE position = 1")
+            f"FROM {name}.events WHERE position = 1"
+        )
         fast = asyncio.ensure_future(store.append("s/b", [Noted(text="fast")], NO_STREAM))  # type: ignore[attr-defined]
         # Wait until the fast append is queued behind the slow one's table lock.
         while not await slow.fetchval("SELECT count(*) FROM pg_locks WHERE NOT granted"):
@@ -81,8 +96,12 @@ def pg_ctl(action: str) -> None:
     data = os.environ.get("CLAWLOG_TEST_PG_DIR")
     if not data:
         pytest.skip("CLAWLOG_TEST_PG_DIR is not set (scripts/test.sh sets it)")
-    subprocess.run(["bash", str(ROOT / "scripts" / "postgres.sh"), action, data],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        ["bash", str(ROOT / "scripts" / "postgres.sh"), action, data],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
 
 
 async def test_a_subscription_survives_a_server_restart(pg_url: str) -> None:
@@ -155,3 +174,28 @@ async def test_one_owner_process_per_stream(pg_url: str) -> None:
     finally:
         await second.close()
         await first.close()
+
+
+async def test_a_writer_whose_known_versions_went_stale_falls_back_to_the_full_check(
+    pg_url: str,
+) -> None:
+    name = schema()
+    first, second = await open_pg(pg_url, name), await open_pg(pg_url, name)
+    try:
+        await first.append("s/shared", [Noted(text="a1")], ANY)  # type: ignore[attr-defined]
+        await second.append("s/shared", [Noted(text="b1"), Noted(text="b2")], ANY)  # type: ignore[attr-defined]
+        keyed = EventMetadata(idempotency_key="once")
+        original = await second.append("s/keyed", [Noted(text="k")], ANY, keyed)  # type: ignore[attr-defined]
+        await first.append("s/keyed", [Noted(text="other")], ANY)  # type: ignore[attr-defined]
+        # `first` last saw s/shared at version 1 and s/keyed at 2: both guesses collide.
+        [recorded] = await first.append("s/shared", [Noted(text="a2")], ANY)  # type: ignore[attr-defined]
+        assert (recorded.version, recorded.position) == (4, 6)
+        with pytest.raises(VersionConflict, match="at version 4"):
+            await first.append("s/shared", [Noted(text="late")], 1)  # type: ignore[attr-defined]
+        again = await first.append("s/keyed", [Noted(text="k")], ANY, keyed)  # type: ignore[attr-defined]
+        assert [e.position for e in again] == [e.position for e in original]
+        assert [e.version for e in await first.read_stream("s/shared")] == [1, 2, 3, 4]  # type: ignore[attr-defined]
+        assert await first.head_position() == 6  # type: ignore[attr-defined]
+    finally:
+        await first.close()  # type: ignore[attr-defined]
+        await second.close()  # type: ignore[attr-defined]
