@@ -19,7 +19,15 @@ from ..actor import EventSourcedActor
 from ..errors import Rejected
 from ..messages import Message, Request
 
-__all__ = ["ClearRoute", "GetRoute", "HandoffRoute", "RouteState", "SetRoute", "route_stream"]
+__all__ = [
+    "ClearRoute",
+    "GetRoute",
+    "HandoffRoute",
+    "RouteState",
+    "SetRoute",
+    "apply_route_event",
+    "route_stream",
+]
 
 _SEGMENT = re.compile(r"[^A-Za-z0-9_.:@+=#~,-]")
 
@@ -39,6 +47,18 @@ class RouteState(msgspec.Struct, kw_only=True):
     agent: str | None = None
     previous: str | None = None
     changes: int = 0
+
+
+def apply_route_event(state: RouteState, event: Event) -> RouteState:
+    """The fold of a ``handoff/{channel}/{chat}`` stream (also used by replay)."""
+    match event:
+        case HandoffRouted(to_agent=to_agent, from_agent=from_agent):
+            state.previous, state.agent = from_agent, to_agent
+            state.changes += 1
+        case HandoffCleared():
+            state.agent = None
+            state.changes += 1
+    return state
 
 
 class GetRoute(Request["str | None"], frozen=True, kw_only=True):
@@ -70,14 +90,7 @@ class HandoffRoute(EventSourcedActor[RouteState]):
         return RouteState()
 
     def apply(self, state: RouteState, event: Event) -> RouteState:
-        match event:
-            case HandoffRouted(to_agent=to_agent, from_agent=from_agent):
-                state.previous, state.agent = from_agent, to_agent
-                state.changes += 1
-            case HandoffCleared():
-                state.agent = None
-                state.changes += 1
-        return state
+        return apply_route_event(state, event)
 
     def handle(self, message: Message) -> Any:
         match message:

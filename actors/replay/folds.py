@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from events import Event, EventStore, RecordedEvent
-from events.domain.agent import AgentRegistered, HandoffCleared, HandoffRouted
+from events.domain.agent import AgentRegistered
 from projections.replay import AsOf, state_as_of
 
 from ..agents.config import AgentConfig
-from ..agents.handoff import RouteState
+from ..agents.handoff import RouteState, apply_route_event
 from ..agents.pipeline_gateway import PipelineGateway
 from ..agents.session_state import SessionState, apply_session_event
 from ..agents.subagents import apply_task_event
@@ -47,17 +47,6 @@ def _session(state: SessionState, event: Event) -> SessionState:
     return apply_session_event(state, event, reader.read_event)
 
 
-def _route(state: RouteState, event: Event) -> RouteState:
-    match event:  # the fold of actors.agents.handoff.HandoffRoute
-        case HandoffRouted():
-            state.previous, state.agent = event.from_agent, event.to_agent
-            state.changes += 1
-        case HandoffCleared():
-            state.agent = None
-            state.changes += 1
-    return state
-
-
 def _agent(state: AgentState, event: Event) -> AgentState:
     if isinstance(event, AgentRegistered):  # the fold of AgentSupervisor
         state.config = dict(event.config)
@@ -70,7 +59,7 @@ def _agent(state: AgentState, event: Event) -> AgentState:
 STATE_FOLDS: tuple[StateFold, ...] = (
     StateFold("team/", "task board", BoardState, apply_board_event),
     StateFold("session/", "conversation", SessionState, _session),
-    StateFold("handoff/", "handoff route", RouteState, _route),
+    StateFold("handoff/", "handoff route", RouteState, apply_route_event),
     StateFold("agent/", "agent config and subagent tasks", AgentState, _agent),
     StateFold("link/", "delegation link", LinkState, apply_link_event),
 )
