@@ -12,7 +12,9 @@ def _isort_key(name: str) -> tuple[int, str]:
     return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
 
 
-@pytest.mark.parametrize("package", ["tools", "tools.builtins"])
+@pytest.mark.parametrize(
+    "package", ["tools", "tools.builtins", "tools.exec", "tools.sandbox", "tools.workspace"]
+)
 def test_all_is_sorted_and_every_name_resolves(package: str) -> None:
     module = importlib.import_module(package)
     names = list(module.__all__)
