@@ -20,6 +20,7 @@ from .errors import InvalidProjection
 
 __all__ = [
     "Batch",
+    "CorruptRow",
     "ProjectionStatus",
     "apply_batch",
     "create_indexes",
@@ -41,6 +42,15 @@ class ProjectionStatus(msgspec.Struct, frozen=True):
     status: str
     error: str | None = None
     failed_at: int | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class CorruptRow:
+    """Stands, in the events of the projections that read its type, for a row that could
+    not be decoded: those projections are marked failed at ``position``; the others go on."""
+
+    position: int
+    error: Exception
 
 
 @dataclass(slots=True)
@@ -183,7 +193,12 @@ def _fold(
 def _run_handlers(
     conn: sqlite3.Connection, projection: Projection, events: list[Any]
 ) -> tuple[int, Exception] | None:
-    """Apply ``events``; on a handler error return (index of the failing event, error)."""
+    """Apply ``events``; on a handler error return (index of the failing event, error).
+    A corrupt row fails the projection there, after the events before it were applied."""
+    corrupt = next((i for i, e in enumerate(events) if type(e) is CorruptRow), None)
+    if corrupt is not None:
+        failure = _run_handlers(conn, projection, events[:corrupt])
+        return failure if failure is not None else (corrupt, events[corrupt].error)
     batch_handler = getattr(projection, "handle_batch", None)
     if batch_handler is not None and events:
         try:

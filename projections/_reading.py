@@ -11,7 +11,7 @@ import msgspec
 from events import CorruptEvent, EventRegistry, EventStore, RecordedEvent
 from events.envelope import StoredRecord
 
-from ._apply import Batch
+from ._apply import Batch, CorruptRow
 from .base import Projection
 
 __all__ = ["ReadPlan"]
@@ -73,7 +73,7 @@ class ReadPlan:
                     tuple(routed[i].append for i in envelope),
                 )
             if targets[0]:
-                event = row if decoded else _decode(registry, row)
+                event = row if decoded else _decode_or_mark(registry, row)
                 for append in targets[0]:
                     append(event)
             for append in targets[1]:
@@ -98,6 +98,13 @@ def _union(wanted: list[frozenset[str] | None]) -> list[str] | None:
             return None
         tags |= kinds
     return sorted(tags)
+
+
+def _decode_or_mark(registry: EventRegistry, row: StoredRecord) -> RecordedEvent | CorruptRow:
+    try:
+        return _decode(registry, row)
+    except CorruptEvent as exc:
+        return CorruptRow(row.position, exc)
 
 
 def _decode(registry: EventRegistry, row: StoredRecord) -> RecordedEvent:

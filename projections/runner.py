@@ -23,7 +23,7 @@ from typing import Literal
 import aiosqlite
 import structlog
 
-from events import EventStore
+from events import CorruptEvent, EventStore
 
 from ._apply import Batch, ProjectionStatus, apply_batch, create_indexes, prepare
 from ._db import connect_views, on_thread, views_path_for
@@ -152,6 +152,11 @@ class ProjectionRunner:
                     got = await events.next_batch()
                 except StopAsyncIteration:
                     return False  # the store was closed
+                except CorruptEvent as exc:
+                    # Catching up reads rows undecoded and fails only the projections
+                    # that read this one; then following resumes past it.
+                    _log.error("corrupt row in the live log", position=exc.position)
+                    return True
                 through = max(got[-1].position, events.next_position - 1)
                 await self._apply(conn, self._plan.route_recorded(got, start, through))
                 if not self._healthy():

@@ -21,6 +21,7 @@ from projections import (
     ReadModelsUnavailable,
     SessionHistory,
     SessionHistoryReader,
+    StreamCatalog,
     views_path_for,
 )
 from tests.projections.support import PositionLog, TurnTexts, rows, write_turns
@@ -216,3 +217,39 @@ async def test_a_read_model_file_of_an_earlier_clawlog_is_adopted(
     conn.close()
     with pytest.raises(ReadModelsUnavailable, match="not clawlog read models"):
         await ProjectionRunner(store, foreign, [TurnTexts()]).open()
+
+
+async def write_corrupt_turn(store: EventStore, stream: str) -> int:
+    """A ``session.turn_started`` row whose payload cannot be decoded (as a damaged file
+    or a buggy writer would leave it), written past the facade's checks."""
+    from events import NO_STREAM, EventMetadata
+    from events.envelope import NewRecord
+
+    version = await store.stream_version(stream)
+    expected = version if version else NO_STREAM
+    record = NewRecord("session.turn_started", 1, b"\xc1\xc1")
+    [stored] = await store.backend.append(stream, [record], expected, EventMetadata())
+    return stored.position
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["catching-up", "following"])
+async def test_a_corrupt_row_fails_only_the_projections_that_read_it(
+    store: EventStore, tmp_path: Path, live: bool
+) -> None:
+    views = tmp_path / "views.db"
+    await write_turns(store, "session/a/u", ["first"])
+    projections = [TurnTexts(), StreamCatalog()]  # the catalog reads envelopes only
+    async with ProjectionRunner(store, views, projections) as runner:
+        if live:
+            runner.start()
+            await runner.wait_until(2, timeout=5)
+        corrupt = await write_corrupt_turn(store, "session/a/u")
+        last = (await write_turns(store, "session/a/u", ["after"]))[-1].position
+        if not live:
+            await runner.catch_up()
+        await runner.wait_until(last, timeout=5, names=["stream_catalog"])
+        with pytest.raises(ProjectionFailed, match="corrupt event at position") as failed:
+            await runner.wait_until(corrupt, timeout=5, names=["turn_texts"])
+        assert failed.value.position == corrupt
+    assert rows(views, "SELECT event_count FROM stream_catalog") == [(5,)]
+    assert rows(views, "SELECT text FROM turn_texts") == [("first",)]
