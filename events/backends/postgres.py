@@ -49,11 +49,17 @@ class PostgresBackend:
         pool_size: int = 10,
         max_batch: int = 500,
         poll_interval: float = 0.5,
+        append_timeout: float = 30.0,
     ) -> None:
         if _IDENTIFIER.fullmatch(schema) is None:
             raise ValueError(f"invalid schema name {schema!r}")
         self.url, self.schema = url, schema
+        if append_timeout <= 0:
+            raise ValueError("append_timeout must be positive")
         self._pool_size, self._max_batch, self._poll = pool_size, max_batch, poll_interval
+        #: Seconds a batch may take (connect included) before its appends fail with
+        #: StoreUnavailable: a frozen server or a half-open link never blocks appends.
+        self._append_timeout = append_timeout
         self._pool: asyncpg.Pool | None = None
         self._listener: asyncpg.Connection | None = None
         self._writer: PostgresWriter | None = None
@@ -72,7 +78,12 @@ class PostgresBackend:
             await self._close_pool()
             raise StoreUnavailable(f"cannot reach PostgreSQL: {exc}") from exc
         self._writer = PostgresWriter(
-            self.url, self.schema, self._channel, self._max_batch, self._span
+            self.url,
+            self.schema,
+            self._channel,
+            self._max_batch,
+            self._span,
+            timeout=self._append_timeout,
         )
         self._state = "open"
 
@@ -156,12 +167,19 @@ class PostgresBackend:
         return self._writer.submit(stream, records, expected_version, metadata)
 
     async def _span(self, first: int, last: int) -> list[StoredRecord]:
-        rows = await self._fetch(
-            f"SELECT {_COLUMNS} FROM {self.schema}.events WHERE position "
-            "BETWEEN $1 AND $2 ORDER BY position",
-            first,
-            last,
-        )
+        """The rows an earlier append wrote (a repeated idempotency key). The writer calls
+        it also while ``close()`` drains the queue, so it needs the pool, not "open"."""
+        if self._pool is None:
+            raise StoreClosed(f"the PostgreSQL store is {self._state}")
+        try:
+            rows = await self._pool.fetch(
+                f"SELECT {_COLUMNS} FROM {self.schema}.events WHERE position "
+                "BETWEEN $1 AND $2 ORDER BY position",
+                first,
+                last,
+            )
+        except _UNAVAILABLE as exc:
+            raise StoreUnavailable(f"PostgreSQL is unreachable: {exc}") from exc
         return [StoredRecord(*row) for row in rows]
 
     async def save_snapshot(self, snapshot: SnapshotRecord) -> None:

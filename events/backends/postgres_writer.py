@@ -75,9 +75,11 @@ class PostgresWriter:
         channel: str,
         max_batch: int,
         read_span: ReadSpan,
-        in_flight: int = 2,
+        *,
+        timeout: float = 30.0,
     ) -> None:
         self._url, self._channel, self._max_batch = url, channel, max_batch
+        self._timeout = timeout
         self._sql, self._known_sql = append_sql(schema), append_known_sql(schema)
         #: Stream versions this process knows are committed (the fast path's guesses).
         self._versions: dict[str, int] = {}
@@ -120,15 +122,26 @@ class PostgresWriter:
     async def _commit(self, batch: list[_Request]) -> None:
         conn, self._conn = self._conn, None
         try:
-            if conn is None or conn.is_closed():
-                conn = await asyncpg.connect(self._url)
-            outcomes = await self._write(conn, batch)
-        except UNAVAILABLE as exc:
+            async with asyncio.timeout(self._timeout):
+                if conn is None or conn.is_closed():
+                    conn = await asyncpg.connect(self._url)
+                outcomes = await self._write(conn, batch)
+        except TimeoutError:
             self._forget(batch)
             if conn is not None:
                 conn.terminate()
             conn = None
             failure: EventStoreError = StoreUnavailable(
+                f"PostgreSQL did not answer the append within {self._timeout} s (it may "
+                "have been written); retry with the same idempotency key"
+            )
+            outcomes = [failure] * len(batch)
+        except UNAVAILABLE as exc:
+            self._forget(batch)
+            if conn is not None:
+                conn.terminate()
+            conn = None
+            failure = StoreUnavailable(
                 f"PostgreSQL connection lost during append: {exc}; "
                 "retry with the same idempotency key"
             )

@@ -199,3 +199,34 @@ async def test_a_writer_whose_known_versions_went_stale_falls_back_to_the_full_c
     finally:
         await first.close()  # type: ignore[attr-defined]
         await second.close()  # type: ignore[attr-defined]
+
+
+async def test_an_append_the_server_does_not_answer_fails_in_time_and_a_keyed_retry_writes_once(
+    pg_url: str,
+) -> None:
+    name = schema()
+    backend = PostgresBackend(pg_url, schema=name, append_timeout=0.5)
+    store = await open_store(backend, registry=EventRegistry([Noted]))
+    blocker = await asyncpg.connect(pg_url)
+    try:
+        await store.append("s/k", [Noted(text="first")], NO_STREAM)
+        meta = EventMetadata(idempotency_key="job-9")
+        blocking = blocker.transaction()
+        await blocking.start()
+        await blocker.execute(f"LOCK TABLE {name}.events IN ACCESS EXCLUSIVE MODE")
+        try:
+            async with asyncio.timeout(10):  # the deadline, not this, must end the wait
+                with pytest.raises(StoreUnavailable, match="did not answer the append within"):
+                    await store.append("s/k", [Noted(text="x")], ANY, meta)
+        finally:
+            await blocking.rollback()
+        # The abandoned statement may still commit once the lock is gone: the key decides.
+        again = await store.append("s/k", [Noted(text="x")], ANY, meta)
+        assert await store.append("s/k", [Noted(text="x")], ANY, meta) == again
+        assert [e.event for e in await store.read_stream("s/k")] == [
+            Noted(text="first"),
+            Noted(text="x"),
+        ]
+    finally:
+        await blocker.close()
+        await store.close()
