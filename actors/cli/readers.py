@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections import deque
 from typing import Any
 
 import msgspec
@@ -62,21 +63,23 @@ async def tail(
     types: list[str] | None,
     as_json: bool,
 ) -> None:
+    """The last ``last`` events (0: all) that match the filters, up to the head as it is
+    now; with ``follow``, then every new match as it is appended."""
     head = await store.head_position()
-    start = max(head - last + 1, 1) if last else 1
-    events = []
-    while True:
+    # With a filter the last N matches can lie anywhere: scan (filtered in SQL) from 1.
+    filtered = stream_prefix is not None or bool(types)
+    start = max(head - last + 1, 1) if last and not filtered else 1
+    window: deque[RecordedEvent] = deque(maxlen=last or None)
+    while start <= head:
         page = await store.read_all(start, 1000, stream_prefix=stream_prefix, types=types)
-        events.extend(page)
+        window.extend(r for r in page if r.position <= head)
         if len(page) < 1000:
             break
         start = page[-1].position + 1
-    events = events[-last:] if last else events
-    _print_events(events, as_json)
+    _print_events(list(window), as_json)
     if not follow:
         return
-    next_position = (events[-1].position + 1) if events else head + 1
-    async with store.subscribe(next_position, stream_prefix=stream_prefix, types=types) as live:
+    async with store.subscribe(head + 1, stream_prefix=stream_prefix, types=types) as live:
         async for recorded in live:
             _print_events([recorded], as_json)
 

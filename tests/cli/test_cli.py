@@ -90,3 +90,16 @@ def test_readers_build_the_models_elsewhere_when_their_file_cannot_be_written(
     assert routes.returncode == 0, routes.stderr
     assert [r["agent"] for r in json.loads(routes.stdout)] == ["billing"]
     assert views.is_dir() and not any(views.iterdir())
+
+
+def test_tail_shows_the_last_matches_of_a_filter_wherever_they_are(tmp_path: Path) -> None:
+    db = str(tmp_path / "demo.db")
+    assert clawlog("demo", "--db", db).returncode == 0
+    refused = clawlog("tail", "--db", db, "-n", "5", "--type", "tool.call_refused", "--json")
+    assert refused.returncode == 0, refused.stderr
+    lines = [json.loads(line) for line in refused.stdout.splitlines()]
+    assert [e["type"] for e in lines] == ["tool.call_refused"]  # far from the log's end
+    teams = clawlog("tail", "--db", db, "-n", "2", "--stream-prefix", "team/", "--json")
+    assert [json.loads(line)["stream"] for line in teams.stdout.splitlines()] == [
+        "team/release"
+    ] * 2
