@@ -28,7 +28,7 @@ from .session import Session, session_stream
 from .subagent_supervision import SubagentSupervision
 from .subagents import TaskBook, apply_task_event
 
-__all__ = ["AgentState", "AgentSupervisor", "Reconfigure", "agent_stream"]
+__all__ = ["AgentState", "AgentSupervisor", "Reconfigure", "agent_stream", "apply_agent_event"]
 
 _ROUTED = (SendMessage, CancelTurn, AnswerApproval, GetSessionStatus)
 
@@ -50,6 +50,16 @@ class Reconfigure(Request[bool], frozen=True, kw_only=True):
     model: Any
     gateway: Any
     prompt: Any = None
+
+
+def apply_agent_event(state: AgentState, event: Event) -> AgentState:
+    """The fold of an ``agent/{key}`` stream (also used by replay)."""
+    if isinstance(event, AgentRegistered):
+        state.config = dict(event.config)
+        state.registrations += 1
+    else:
+        apply_task_event(state.tasks, event)
+    return state
 
 
 class AgentSupervisor(SubagentSupervision, EventSourcedActor[AgentState]):
@@ -76,12 +86,7 @@ class AgentSupervisor(SubagentSupervision, EventSourcedActor[AgentState]):
         return AgentState()
 
     def apply(self, state: AgentState, event: Event) -> AgentState:
-        if isinstance(event, AgentRegistered):
-            state.config = dict(event.config)
-            state.registrations += 1
-        else:
-            apply_task_event(state.tasks, event)
-        return state
+        return apply_agent_event(state, event)
 
     def on_recovered(self, restarted: bool) -> None:
         self._record_config()

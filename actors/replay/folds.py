@@ -15,15 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from events import Event, EventStore, RecordedEvent
-from events.domain.agent import AgentRegistered
 from projections.replay import AsOf, state_as_of
 
 from ..agents.config import AgentConfig
 from ..agents.handoff import RouteState, apply_route_event
 from ..agents.pipeline_gateway import PipelineGateway
 from ..agents.session_state import SessionState, apply_session_event
-from ..agents.subagents import apply_task_event
-from ..agents.supervisor import AgentState
+from ..agents.supervisor import AgentState, apply_agent_event
 from ..delegation.messages import LinkState
 from ..delegation.state import apply_link_event
 from ..teams.board import BoardState, apply_board_event
@@ -47,20 +45,11 @@ def _session(state: SessionState, event: Event) -> SessionState:
     return apply_session_event(state, event, reader.read_event)
 
 
-def _agent(state: AgentState, event: Event) -> AgentState:
-    if isinstance(event, AgentRegistered):  # the fold of AgentSupervisor
-        state.config = dict(event.config)
-        state.registrations += 1
-    else:
-        apply_task_event(state.tasks, event)
-    return state
-
-
 STATE_FOLDS: tuple[StateFold, ...] = (
     StateFold("team/", "task board", BoardState, apply_board_event),
     StateFold("session/", "conversation", SessionState, _session),
     StateFold("handoff/", "handoff route", RouteState, apply_route_event),
-    StateFold("agent/", "agent config and subagent tasks", AgentState, _agent),
+    StateFold("agent/", "agent config and subagent tasks", AgentState, apply_agent_event),
     StateFold("link/", "delegation link", LinkState, apply_link_event),
 )
 
