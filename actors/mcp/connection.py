@@ -99,6 +99,8 @@ class McpConnection(
         self._failed_in_row = 0
         self._attempt_started = 0.0
         self._checking = False
+        #: The health timer in force; an older HealthDue (superseded) is ignored.
+        self._health_timer = 0
         self._removed = False
         self._closing: list[concurrent.futures.Future[Any]] = []
         self._tools: dict[str, McpTool] = {}
@@ -149,8 +151,8 @@ class McpConnection(
             case RetryDue(generation=generation):
                 if generation == self._generation and self.state.state == "reconnecting":
                     self._connect(self.state.attempt)
-            case HealthDue(generation=generation):
-                if generation == self._generation:
+            case HealthDue(generation=generation, timer=timer):
+                if generation == self._generation and timer == self._health_timer:
                     self._check_health()
             case GetStatus():
                 return McpServerStatus.of(self.state, self._link.in_flight if self._link else 0)
@@ -210,7 +212,7 @@ class McpConnection(
         self._refresh_tools()
         self._publish()
         self.log.info("MCP server connected", tools=len(tools), skipped=len(skipped))
-        self._schedule(HealthDue(generation=self._generation), self.config.health_interval_s)
+        self._schedule_health()
 
     def _attempt_failed(self, error: McpError) -> None:
         attempt = self.state.attempt
@@ -287,13 +289,21 @@ class McpConnection(
         self.pipe(link.ping(self.config.health_timeout_s), "health", key=str(self._generation))
 
     def _health_done(self, message: Piped) -> None:
+        if int(message.key) != self._generation:
+            return  # an old link's ping: the current link's may be in flight
         self._checking = False
-        if int(message.key) != self._generation or self.state.state != "connected":
+        if self.state.state != "connected":
             return
         if message.error is not None:
             self._lost("health_check", translate(message.error))
             return
-        self._schedule(HealthDue(generation=self._generation), self.config.health_interval_s)
+        self._schedule_health()
+
+    def _schedule_health(self) -> None:
+        """(Re)arm the one health timer: any HealthDue scheduled before is void."""
+        self._health_timer += 1
+        due = HealthDue(generation=self._generation, timer=self._health_timer)
+        self._schedule(due, self.config.health_interval_s)
 
     # -- recording and publishing -------------------------------------------------------
     def _settle_previous_run(self) -> None:

@@ -126,3 +126,5 @@ class RetryDue(Message, frozen=True, kw_only=True):
 
 class HealthDue(Message, frozen=True, kw_only=True):
     generation: int
+    #: Which scheduling this is: only the latest one checks (one timer per link).
+    timer: int = 0
