@@ -78,9 +78,11 @@ async def test_a_slow_transaction_never_lets_a_reader_skip_its_position(pg_url: 
             f"FROM {name}.events WHERE position = 1"
         )
         fast = asyncio.ensure_future(store.append("s/b", [Noted(text="fast")], NO_STREAM))  # type: ignore[attr-defined]
-        # Wait until the fast append is queued behind the slow one's table lock.
-        while not await slow.fetchval("SELECT count(*) FROM pg_locks WHERE NOT granted"):
-            await asyncio.sleep(0.01)
+        # Wait until the fast append is queued behind the slow one's table lock: only the
+        # server knows, so ask it (bounded: a lock that never comes fails the test).
+        async with asyncio.timeout(10):
+            while not await slow.fetchval("SELECT count(*) FROM pg_locks WHERE NOT granted"):
+                await asyncio.sleep(0.01)
         assert not fast.done()
         assert [e.position for e in await store.read_all()] == [1]  # type: ignore[attr-defined]
         await transaction.commit()
