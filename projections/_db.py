@@ -9,6 +9,8 @@ from typing import Any, Literal, TypeVar
 
 import aiosqlite
 
+from events.backends.aiosqlite_calls import call_on_thread
+
 from .errors import ReadModelsUnavailable
 
 __all__ = [
@@ -119,12 +121,11 @@ def _adopt_unstamped(conn: sqlite3.Connection, mode: Mode) -> int:
 
 
 async def on_thread(conn: aiosqlite.Connection, fn: Callable[..., _T], *args: Any) -> _T:
-    """Run ``fn(sqlite3_connection, *args)`` as ONE call on the connection's own thread.
-
-    aiosqlite has no public API for this; ``_execute`` is what its own methods use
-    (aiosqlite is pinned below 0.23 in pyproject.toml)."""
+    """Run ``fn(sqlite3_connection, *args)`` as ONE call on the connection's own thread
+    (:func:`events.backends.aiosqlite_calls.call_on_thread`), a closed connection
+    reported as :class:`ReadModelsUnavailable`."""
     try:
-        return await conn._execute(lambda: fn(conn._conn, *args))  # type: ignore[no-any-return]
+        return await call_on_thread(conn, fn, *args)
     except ValueError as exc:
         if str(exc) == "Connection closed":
             raise ReadModelsUnavailable("the read-model connection is closed") from exc

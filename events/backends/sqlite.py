@@ -16,13 +16,14 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import aiosqlite
 import structlog
 
 from ..envelope import EventMetadata, NewRecord, StoredRecord
 from ..errors import EventStoreError, StoreClosed, StoreUnavailable
+from .aiosqlite_calls import call_on_thread
 from .base import SnapshotRecord
 from .sqlite_schema import WriterLock, check_schema
 from .sqlite_thread import WriterThread
@@ -30,7 +31,6 @@ from .sqlite_writer import AppendRequest, BatchWriter, Outcome, SnapshotRequest
 
 __all__ = ["SqliteBackend"]
 
-_T = TypeVar("_T")
 _log = structlog.get_logger("clawlog.events.sqlite")
 _COLUMNS = (
     "position, stream, version, type, schema_version, payload, recorded_at, "
@@ -105,7 +105,7 @@ class SqliteBackend:
         self._reader = await _connect(uri, uri=uri.startswith("file:"))
         await self._reader.execute("PRAGMA busy_timeout=5000")
         await self._reader.execute("PRAGMA query_only=1")
-        if await _on_thread(self._reader, check_schema, str(self.path)) is False:
+        if await call_on_thread(self._reader, check_schema, str(self.path)) is False:
             raise EventStoreError(f"{self.path} holds no clawlog log yet")
         if self.read_only:
             self._head = await self.head_position_from_disk()
@@ -213,7 +213,7 @@ class SqliteBackend:
 
     async def _fetch(self, sql: str, params: Sequence[Any]) -> list[StoredRecord]:
         reader = self._check_readable()
-        rows = await _on_thread(reader, _fetch_records, sql, params)
+        rows = await call_on_thread(reader, _fetch_records, sql, params)
         return rows
 
     async def stream_version(self, stream: str) -> int:
@@ -284,15 +284,6 @@ async def _connect(database: str, *, uri: bool = False) -> aiosqlite.Connection:
         return await aiosqlite.connect(database, uri=uri, isolation_level=None)
     except sqlite3.Error as exc:
         raise EventStoreError(f"cannot open {database}: {exc}") from exc
-
-
-async def _on_thread(conn: aiosqlite.Connection, fn: Callable[..., _T], *args: Any) -> _T:
-    """Run ``fn(sqlite3_connection, *args)`` as ONE call on the connection's own thread.
-
-    aiosqlite has no public API for this; ``_execute`` is what its own methods use
-    (pinned to aiosqlite < 0.23 in pyproject.toml).
-    """
-    return await conn._execute(lambda: fn(conn._conn, *args))  # type: ignore[no-any-return]
 
 
 def _closed(request: AppendRequest | SnapshotRequest) -> None:
