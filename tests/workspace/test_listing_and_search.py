@@ -3,14 +3,23 @@ paths, depth, symlinks never followed, caps on matches."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 
 import pytest
 
 from tools import InvalidParameters
-from tools.workspace import MAX_DIR_ENTRIES, FileNotFound, NotAFile, PathTraversal
+from tools.workspace import (
+    MAX_DIR_ENTRIES,
+    FileNotFound,
+    NotAFile,
+    PathTraversal,
+    SearchTimedOut,
+    WorkspaceConfig,
+)
 
-from .support import Bench
+from .support import Bench, make_env
 
 
 @pytest.fixture
@@ -155,3 +164,35 @@ async def test_long_lines_are_cut_in_search_results(disk: Bench, root: Path) -> 
     (root / "long.txt").write_text("needle " + "x" * 1000 + "\n")
     line = (await disk("search", pattern="needle")).for_llm
     assert len(line) < 400 and line.endswith("…")
+
+
+async def test_a_backtracking_pattern_stops_at_the_deadline_and_the_loop_runs_meanwhile(
+    root: Path,
+) -> None:
+    """``(a|aa)+$`` on 40 a's backtracks for hours with ``re`` (holding the GIL); here it
+    stops at ``search_timeout_s`` with a message, and the event loop keeps running."""
+    bench = Bench(root, make_env(config=WorkspaceConfig(search_timeout_s=1.0)))
+    (root / "trap.txt").write_text("fine line\n" + "a" * 40 + "!\n")
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    task = asyncio.create_task(ticker())
+    started = time.monotonic()
+    try:
+        with pytest.raises(SearchTimedOut, match=r"trap\.txt:2.*simplify the pattern"):
+            await bench("search", pattern="(a|aa)+$")
+    finally:
+        task.cancel()
+    assert time.monotonic() - started < 10
+    assert ticks >= 20, "the event loop was starved while the pattern ran"
+    assert (await bench("grep", pattern="fine")).for_llm == "trap.txt:1: fine line"
+
+
+def test_workspace_limits_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="search_timeout_s must be positive"):
+        WorkspaceConfig(search_timeout_s=0)

@@ -30,6 +30,7 @@ from .errors import (
     PathDenied,
     PathRefused,
     PathTraversal,
+    SearchTimedOut,
     StoreUnavailable,
     WorkspaceError,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "Recorder",
     "ResolvedPath",
     "Scrub",
+    "SearchTimedOut",
     "SearchTool",
     "StoreUnavailable",
     "Target",

@@ -89,8 +89,25 @@ class WorkspaceConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_virtual_bytes: int = MAX_VIRTUAL_FILE_BYTES
     #: search: files larger than this are not scanned.
     max_search_file_bytes: int = MAX_READ_BYTES
+    #: search: the whole call's matching stops after this many seconds (a pattern that
+    #: backtracks catastrophically is refused with a message, never freezes the process).
+    search_timeout_s: float = 10.0
     #: Absolute paths with this prefix mean the workspace (the sandbox's mount point).
     container_root: str = "/workspace"
+
+    def __post_init__(self) -> None:
+        for name in (
+            "max_read_bytes",
+            "max_write_bytes",
+            "max_entries",
+            "max_virtual_bytes",
+            "max_search_file_bytes",
+            "search_timeout_s",
+        ):
+            if not getattr(self, name) > 0:
+                raise ValueError(
+                    f"WorkspaceConfig.{name} must be positive, not {getattr(self, name)!r}"
+                )
 
     def read_page_bytes(self) -> int:
         """seed 002: 20 % of the context window, between 50 KB and 512 KB, never above

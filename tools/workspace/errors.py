@@ -12,6 +12,7 @@ WorkspaceError                        root; every one is a tools.ToolCallError
  │    ├── OldStringNotFound           "old_string not found in …"
  │    └── OldStringNotUnique          "old_string is not unique …"
  ├── PatchRejected                    invalid_parameters: the patch does not apply (nothing written)
+ ├── SearchTimedOut                   invalid_parameters: a search pattern ran past its deadline
  └── StoreUnavailable                 a virtual file whose store is not configured
 """
 
@@ -30,6 +31,7 @@ __all__ = [
     "PathDenied",
     "PathRefused",
     "PathTraversal",
+    "SearchTimedOut",
     "StoreUnavailable",
     "WorkspaceError",
 ]
@@ -76,6 +78,10 @@ class OldStringNotUnique(EditRejected):
 
 
 class PatchRejected(WorkspaceError, InvalidParameters):
+    pass
+
+
+class SearchTimedOut(WorkspaceError, InvalidParameters):
     pass
 
 
