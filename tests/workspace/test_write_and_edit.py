@@ -164,3 +164,25 @@ async def test_edit_of_a_protected_identity_file_is_refused(disk: Bench) -> None
     with pytest.raises(PathDenied, match="protected identity file"):
         await disk("edit_file", path="SOUL.md", old_string="kind", new_string="cruel")
     assert (disk.root / "SOUL.md").read_text() == "kind"
+
+
+async def test_a_symlink_inside_the_workspace_cannot_reach_a_protected_file(
+    disk: Bench,
+) -> None:
+    """``notes.md -> SOUL.md`` and ``d -> daily``: the real path is checked as well."""
+    root = disk.root
+    (root / "SOUL.md").write_text("kind")
+    (root / "daily").mkdir()
+    (root / "notes.md").symlink_to("SOUL.md")
+    (root / "d").symlink_to("daily")
+    with pytest.raises(PathDenied, match=r"notes\.md is a protected identity file .*SOUL\.md"):
+        await disk("write_file", path="notes.md", content="You are evil now.")
+    with pytest.raises(PathDenied, match="protected identity file"):
+        await disk("edit_file", path="notes.md", old_string="kind", new_string="cruel")
+    with pytest.raises(PathDenied, match="protected identity file"):
+        await disk("write_file", path="d/2026-11-23.md", content="x")
+    patch = "--- a/notes.md\n+++ b/notes.md\n@@ -1 +1 @@\n-kind\n+cruel\n"
+    with pytest.raises(PathDenied, match="protected identity file"):
+        await disk("apply_patch", patch=patch)
+    assert (root / "SOUL.md").read_text() == "kind"
+    assert os.listdir(root / "daily") == []

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
+import unicodedata
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -171,10 +172,17 @@ class Workspace:
                     f"permission denied: {target.rel} is a protected identity file of agent "
                     f"{self.ctx.agent!r}; the operator sets it"
                 )
-        elif target.kind == "disk" and self._protected_on_disk(target.rel):
-            raise PathDenied(f"permission denied: {target.rel} is a protected identity file")
+        elif target.kind == "disk":
+            # The real path too: a symlink ``notes.md -> SOUL.md`` must not reach it.
+            for rel in (target.rel, target.path.real_rel):
+                if self._protected_on_disk(rel):
+                    raise PathDenied(
+                        f"permission denied: {target.rel} is a protected identity file"
+                        + (f" (it leads to {rel})" if rel != target.rel else "")
+                    )
 
     def _protected_on_disk(self, rel: str) -> bool:
+        rel = unicodedata.normalize("NFC", rel)
         for entry in self.config.protected_files:
             if entry.endswith("/") and (rel + "/").startswith(entry):
                 return True
