@@ -1,5 +1,5 @@
 """The built-in utilities: echo, time (now, parse, format, diff), json (parse, query,
-stringify, validate), through the pipeline as a model would call them."""
+stringify, validate), through the pipeline as a model would call them, and directly."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import msgspec
 import pytest
 
 from tools import (
+    EchoTool,
     JsonTool,
     RecordingSink,
     TimeTool,
+    ToolContext,
     ToolPipeline,
     ToolRegistry,
     builtin_tools,
@@ -144,3 +146,21 @@ def test_json_data_accepts_any_value_so_its_schema_has_no_type() -> None:
 async def test_json_data_may_be_null_or_a_number() -> None:
     assert (await call("json", {"operation": "stringify", "data": None})).for_llm == "null"
     assert (await call("json", {"operation": "stringify", "data": 2.5})).for_llm == "2.5"
+
+
+async def test_builtins_answer_when_executed_directly() -> None:
+    ctx = ToolContext(agent="a", session_key="s")
+    assert (await EchoTool().execute(ctx, {"message": "hi"})).for_llm == "hi"
+    parsed = await JsonTool().execute(
+        ctx, {"operation": "query", "data": '{"a": {"b": [1, 2]}}', "path": "a.b[1]"}
+    )
+    assert parsed.for_llm == "2"
+    diff = await TimeTool().execute(
+        ctx,
+        {
+            "operation": "diff",
+            "timestamp": "2026-01-01T00:00:00Z",
+            "timestamp2": "2026-01-02T00:00:00Z",
+        },
+    )
+    assert diff.for_llm == '{"seconds":86400.0}'

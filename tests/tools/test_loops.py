@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tools import LoopDetectionConfig, LoopDetector, LoopVerdict
 
 
@@ -26,9 +28,12 @@ def test_defaults_are_the_seeds() -> None:
     assert (config.critical_threshold, config.circuit_breaker_threshold) == (20, 30)
 
 
-def test_generic_repeat_warns_at_10_blocks_at_20_and_trips_at_30() -> None:
+@pytest.mark.parametrize("changing", [False, True], ids=["same result", "new result each time"])
+def test_generic_repeat_warns_at_10_blocks_at_20_and_trips_at_30(changing: bool) -> None:
+    # Results do not matter: the same arguments again and again is the loop.
     detector = LoopDetector()
-    verdicts = run(detector, [("read_file", {"path": "a"}, "same")] * 30)
+    calls = [("read_file", {"path": "a"}, f"r{n}" if changing else "same") for n in range(30)]
+    verdicts = run(detector, calls)
     assert levels(verdicts[:9]) == ["ok"] * 9
     assert levels(verdicts[9:19]) == ["warning"] * 10
     assert levels(verdicts[19:29]) == ["critical"] * 10
@@ -54,6 +59,7 @@ def test_a_poll_without_progress_is_detected() -> None:
     detector = LoopDetector()
     poll = ("process", {"action": "poll", "id": "p1"}, "still running")
     verdicts = run(detector, [poll] * 20)
+    assert levels(verdicts[:9]) == ["ok"] * 9
     assert verdicts[9].level == "warning" and verdicts[9].pattern == "poll_no_progress"
     assert verdicts[19].level == "critical"
 
@@ -81,6 +87,7 @@ def test_ping_pong_between_two_calls_is_detected() -> None:
     a = ("read_file", {"path": "a"}, "A")
     b = ("read_file", {"path": "b"}, "B")
     verdicts = run(detector, [a, b] * 10)
+    assert levels(verdicts[:9]) == ["ok"] * 9
     assert verdicts[9].level == "warning" and verdicts[9].pattern == "ping_pong"
     assert verdicts[19].level == "critical" and verdicts[19].pattern == "ping_pong"
 

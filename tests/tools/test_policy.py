@@ -1,5 +1,5 @@
-"""The policy engine, table-driven: every step of seed 001 §5 / seed 002 §5 and each
-precedence rule, with the step that decided (``explain``)."""
+"""The policy engine, table-driven: every step of seed 001 §5 / seed 002 §5 (seed 003
+allowedTools) and each precedence rule, with the step that decided (``explain``)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ import pytest
 
 from tools import (
     POLICY_STEPS,
+    FunctionTool,
     PolicyConfig,
     PolicyEngine,
     PolicyError,
     ProviderToolPolicy,
+    Tool,
+    ToolContext,
     ToolPolicy,
 )
 
@@ -36,11 +39,30 @@ TOOLS = {
     ]
 }
 
+
+async def _noop(ctx: ToolContext, args: dict[str, Any]) -> str:
+    return ""
+
+
+def bare(name: str) -> FunctionTool:
+    """A tool without a ``group`` attribute: only the static group tables place it."""
+    return FunctionTool(name, _noop)
+
+
 G = ToolPolicy  # global / agent sections
 P = ProviderToolPolicy
-CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, str]] = [
-    # id, config, ctx overrides, tool, allowed, deciding step ("" = nothing removed it)
+CASES: list[tuple[str, dict[str, Any], dict[str, Any], str | Tool, bool, str]] = [
+    # id, config, ctx overrides, tool (a TOOLS name, or a tool), allowed, deciding step
+    # ("" = nothing removed it)
     ("default is full", {}, {}, "exec", True, ""),
+    (
+        "agent profile full keeps everything",
+        {"agents": {"main": G(profile="full")}},
+        {},
+        "exec",
+        True,
+        "",
+    ),
     (
         "profile minimal keeps session_status",
         {"tools": G(profile="minimal")},
@@ -51,6 +73,14 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, str]] = [
     ),
     ("profile minimal removes exec", {"tools": G(profile="minimal")}, {}, "exec", False, "profile"),
     ("profile coding keeps fs", {"tools": G(profile="coding")}, {}, "read_file", True, ""),
+    (
+        "profile coding keeps fs for a tool placed by the static group tables",
+        {"tools": G(profile="coding")},
+        {},
+        bare("read_file"),
+        True,
+        "",
+    ),
     (
         "profile coding removes messaging",
         {"tools": G(profile="coding")},
@@ -161,6 +191,14 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, str]] = [
     ),
     ("global deny removes", {"tools": G(deny=["exec"])}, {}, "exec", False, "deny"),
     (
+        "group deny removes a tool placed by the static group tables",
+        {"tools": G(deny=["group:runtime"])},
+        {},
+        bare("exec"),
+        False,
+        "deny",
+    ),
+    (
         "deny beats allow",
         {"tools": G(allow=["exec", "read_file"], deny=["group:runtime"])},
         {},
@@ -208,6 +246,14 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, str]] = [
         "exec",
         False,
         "profile",
+    ),
+    (
+        "alsoAllow does not add back what deny removed",
+        {"tools": G(also_allow=["exec"], deny=["exec"])},
+        {},
+        "exec",
+        False,
+        "deny",
     ),
     (
         "subagent deny list at depth 1",
@@ -312,6 +358,14 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, str]] = [
         "allow",
     ),
     (
+        "group:mcp:{server} in a deny list removes that server's tools",
+        {"tools": G(deny=["group:mcp:github"])},
+        {},
+        "mcp_github_issues",
+        False,
+        "deny",
+    ),
+    (
         "group:native excludes MCP tools",
         {"tools": G(deny=["group:native"])},
         {},
@@ -352,13 +406,14 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, str]] = [
     [pytest.param(*case[1:], id=case[0]) for case in CASES],
 )
 def test_policy_step_decides(
-    config: dict[str, Any], ctx: dict[str, Any], tool: str, allowed: bool, step: str
+    config: dict[str, Any], ctx: dict[str, Any], tool: str | Tool, allowed: bool, step: str
 ) -> None:
     engine = PolicyEngine(PolicyConfig(**config))
-    explanation = engine.explain(TOOLS[tool], context(**ctx))
+    subject = TOOLS[tool] if isinstance(tool, str) else tool
+    explanation = engine.explain(subject, context(**ctx))
     assert explanation.allowed is allowed, str(explanation)
     assert explanation.decided_by == step, str(explanation)
-    assert engine.is_allowed(TOOLS[tool], context(**ctx)) is allowed
+    assert engine.is_allowed(subject, context(**ctx)) is allowed
 
 
 def test_every_case_table_step_is_covered() -> None:

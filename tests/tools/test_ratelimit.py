@@ -31,6 +31,10 @@ def test_the_61st_call_in_a_minute_is_refused_with_retry_after() -> None:
     # The first call was at t=0; it leaves the window at t=60; now is t=30.
     assert verdict.retry_after == pytest.approx(30.0)
     assert verdict.describe("exec", "u") == "60 per minute calls for exec for user u"
+    assert limits.check("main/s1", "v", "exec").allowed  # another user
+    assert limits.check("main/s1", "u", "web_fetch").allowed  # another tool
+    clock.advance(verdict.retry_after + 0.01)
+    assert limits.check("main/s1", "u", "exec").allowed  # retry_after was long enough
 
 
 def test_the_window_slides_instead_of_resetting() -> None:
@@ -70,6 +74,10 @@ def test_the_hourly_window_refuses_after_the_minute_windows_allow() -> None:
     assert not verdict.allowed
     assert verdict.window == Window(1000, 3600.0)
     assert verdict.retry_after == pytest.approx(3600.0 - 1500.0)
+    for _ in range(100):  # the minute window keeps emptying; the hour still refuses
+        clock.advance(1.5)
+        verdict = limits.check("s", "u", "web_fetch")
+        assert not verdict.allowed and verdict.window == Window(1000, 3600.0)
 
 
 def test_users_and_tools_have_independent_counters() -> None:
@@ -81,12 +89,14 @@ def test_users_and_tools_have_independent_counters() -> None:
     assert limits.check("s", "alice", "web_fetch").allowed
 
 
-def test_the_session_window_counts_every_tool_together() -> None:
+def test_the_session_window_counts_every_tool_and_user_together() -> None:
     clock = FakeClock()
     limits = limiter(clock, session=(Window(3, 60.0),), user_tool=())
     for tool in ("a", "b", "c"):
         assert limits.check("main/s1", "u", tool).allowed
     verdict = limits.check("main/s1", "u", "d")
+    assert not verdict.allowed and verdict.scope == "session"
+    verdict = limits.check("main/s1", "v", "e")
     assert not verdict.allowed and verdict.scope == "session"
     assert limits.check("main/s2", "u", "d").allowed
 

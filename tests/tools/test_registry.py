@@ -82,6 +82,16 @@ def test_a_startup_tool_with_any_name_becomes_protected() -> None:
         registry.register(runtime("acme_search"), replace=True)
 
 
+def test_startup_names_are_protected_and_runtime_tools_cannot_shadow_or_remove_them() -> None:
+    registry = ToolRegistry([EchoTool()])
+    with pytest.raises(ProtectedName, match="protected"):
+        registry.register(runtime("echo"))
+    with pytest.raises(ProtectedName):
+        registry.register(runtime("exec"))  # a built-in name, even if absent
+    with pytest.raises(ProtectedName):
+        registry.unregister("echo")
+
+
 def test_runtime_tools_can_be_added_replaced_and_removed() -> None:
     registry = ToolRegistry(builtin_tools())
     first, second = runtime("mcp_github_issues"), runtime("mcp_github_issues")
@@ -125,6 +135,8 @@ def test_a_clone_is_independent_both_ways_and_keeps_protection() -> None:
     assert "agent_tool" in clone and "agent_tool" not in registry
     assert "late_global" in registry and "late_global" not in clone
     assert "global_tool" in clone
+    clone.unregister("global_tool")
+    assert "global_tool" in registry.names() and "global_tool" not in clone.names()
     with pytest.raises(ProtectedName):
         clone.register(runtime("echo"))
 

@@ -104,6 +104,7 @@ def test_openai_gets_a_top_level_object_even_from_a_union() -> None:
     assert out["type"] == "object" and "oneOf" not in out
     assert set(out["properties"]) == {"a", "b"}
     assert "required" not in out  # neither field is required by every variant
+    assert normalize_schema({"properties": {}}, "openai")["type"] == "object"
 
 
 def test_normalization_does_not_change_the_input() -> None:
@@ -136,6 +137,23 @@ def test_gemini_flattens_action_variants_keeping_enums_and_common_required() -> 
     assert out["properties"]["action"]["enum"] == ["send", "react"]
     assert set(out["properties"]) == {"action", "text", "emoji"}
     assert out["required"] == ["action"]
+
+
+def test_gemini_flattens_a_property_any_of_keeping_enums_and_required() -> None:
+    schema = {
+        "type": "object",
+        "required": ["mode"],
+        "properties": {
+            "mode": {
+                "anyOf": [{"type": "string", "enum": ["a", "b"]}, {"type": "string", "enum": ["c"]}]
+            }
+        },
+    }
+    normalized = normalize_schema(schema, "gemini")
+    mode = normalized["properties"]["mode"]
+    assert "anyOf" not in mode and set(mode["enum"]) == {"a", "b", "c"}
+    assert normalized["required"] == ["mode"]
+    assert normalize_schema(schema, "anthropic") == schema
 
 
 def test_gemini_gets_nullable_instead_of_null_types() -> None:
