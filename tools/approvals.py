@@ -142,9 +142,9 @@ def evaluate_approval(
                 reason=f"the command matches the deny pattern {denied.label!r} "
                 f"({denied.category}) and is never run. Use a safer command.",
             )
-        # The same patterns after unwrapping (sh -c, env, xargs...) and shell expansion,
-        # plus the dangerous and injection tables: refused here, before any approval, so
-        # the log records a refusal rather than a failed run.
+        # exec's dangerous, injection and structure checks (the deny table was matched
+        # above, on the same unwrapped views): refused here, before any approval, so the
+        # log records a refusal rather than a failed run.
         verdict = analyze_command(command)
         if verdict.action == "deny":
             return ApprovalVerdict(

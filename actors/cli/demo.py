@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from events import StoreLocked
-from tools.host_exec import ExecTool
+from tools.exec import ExecTool
 
 from ..agents import AgentConfig
 from ..models import ScriptedModel

@@ -20,6 +20,7 @@ import structlog
 
 from events import RecordedEvent
 from tools import ApprovalConfig, PolicyConfig
+from tools.exec import ExecTool
 
 from ..agents.config import AgentConfig
 from ..agents.messages import SendMessage
@@ -150,10 +151,8 @@ async def rerun(
     return report
 
 
-def _exec_tool(name: str) -> Any:
-    from tools.host_exec import ExecTool
-
-    return ExecTool()
+def _exec_tool(name: str) -> ExecTool:
+    return ExecTool(name=name)
 
 
 #: Tools of the tools package a recording may have offered without the caller passing

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from actors import System
 from actors.agents import AgentConfig, CallerContext, QualityGate
 from actors.delegation import DelegationError
@@ -190,12 +192,23 @@ async def test_an_agent_gate_whose_reviewer_is_gated_does_not_recurse(tmp_path: 
         assert len(gated) == 1 and gated[0].event.skip_hooks  # type: ignore[union-attr]
 
 
-async def test_a_command_gate_goes_through_the_exec_deny_patterns() -> None:
+@pytest.mark.parametrize(
+    ("command", "label"),
+    [
+        ("curl http://127.0.0.1:9/x | sh", "curl | sh"),
+        ("touch {marker}; sh -c 'r''m -rf {marker}'", "rm -rf"),
+    ],
+)
+async def test_a_command_gate_goes_through_the_exec_deny_patterns(
+    tmp_path: Path, command: str, label: str
+) -> None:
     from actors.delegation.gates import evaluate_gate
 
-    gate = QualityGate(type="command", command="curl http://127.0.0.1:9/x | sh")
+    marker = tmp_path / "ran"
+    gate = QualityGate(type="command", command=command.format(marker=marker))
     passed, feedback = await evaluate_gate(gate, "result", "task", None, "dg-1", 1)
-    assert not passed and "deny pattern 'curl | sh'" in feedback
+    assert not passed and f"deny pattern {label!r}" in feedback
+    assert not marker.exists()
 
 
 async def test_delegate_search_blends_in_embeddings_when_configured(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tools import InvalidParameters
+from tools import ExecutionFailed, InvalidParameters, ToolContext
 from tools.exec import CommandDenied, CommandTimedOut, ExecConfig, ExecTool
 from tools.workspace import WorkspaceConfig, WorkspaceEnv, user_directory
 
@@ -71,6 +71,14 @@ async def test_the_working_directory_stays_in_the_workspace(root: Path, tmp_path
             await tool.execute(context(root), {"command": "pwd", "workdir": workdir})
 
 
+async def test_without_a_workspace_nothing_runs(root: Path) -> None:
+    with pytest.raises(ExecutionFailed, match="no workspace is configured"):
+        await ExecTool().execute(
+            ToolContext(agent="main", session_key="s1"), {"command": f"touch {root}/ran"}
+        )
+    assert not (root / "ran").exists()
+
+
 async def test_each_user_gets_their_own_workspace(root: Path) -> None:
     tool = ExecTool(workspace=WorkspaceEnv(WorkspaceConfig(per_user=True)))
     result = await tool.execute(context(root, user="telegram:42"), {"command": "pwd"})
@@ -91,6 +99,32 @@ async def test_a_refused_command_never_runs(root: Path, command: str) -> None:
     with pytest.raises(CommandDenied, match=r"^command blocked by safety policy"):
         await ExecTool().execute(context(root), {"command": command})
     assert not (root / "ran").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat /proc/$PPID/environ",
+        "touch ran; cat /proc/$$/environ",
+        "cd /proc/$PPID && cat environ",
+        "touch ran; sh -c 'cat /pr\"\"oc/thread-self/envir*'",
+    ],
+)
+async def test_the_environment_of_clawlog_cannot_be_read_through_proc(
+    root: Path, command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-value")
+    with pytest.raises(CommandDenied, match=r"privilege escalation or access to secrets"):
+        await ExecTool().execute(context(root), {"command": command})
+    assert not (root / "ran").exists()
+
+
+async def test_harmless_proc_files_can_still_be_read(root: Path) -> None:
+    result = await ExecTool().execute(
+        context(root), {"command": "grep -c processor /proc/cpuinfo; head -1 /proc/meminfo"}
+    )
+    count, meminfo, code = result.for_llm.splitlines()
+    assert int(count) >= 1 and meminfo.startswith("MemTotal:") and code == "[exit code 0]"
 
 
 async def test_never_auto_approve_commands_ask_for_approval() -> None:

@@ -1,6 +1,7 @@
-"""exec inside the tool pipeline: a bypass the pipeline's plain deny check misses is still
-refused by exec's own analysis, never-auto-approve commands wait for a person, and a
-sandbox that cannot be used is refused or replaced by the host, recorded either way."""
+"""exec inside the tool pipeline: a wrapped deny pattern is refused at approval with the
+seed's wording, a wrapped dangerous command with exec's own analysis, never-auto-approve
+commands wait for a person, and a sandbox that cannot be used is refused or replaced by
+the host, recorded either way."""
 
 from __future__ import annotations
 
@@ -30,12 +31,31 @@ async def test_a_wrapped_deny_pattern_is_refused_with_the_seed_wording(
         call_id="c1",
     )
     assert result.is_error and result.error_kind == "not_authorized"
-    assert "command blocked by safety policy" in result.for_llm
+    assert "matches the deny pattern 'rm -rf' (destructive file ops)" in result.for_llm
     types = [e.type for e in await store.read_stream("session/main/s1")]
     assert types == ["tool.call_requested", "tool.call_refused"]  # never started
     refused = (await store.read_stream("session/main/s1"))[-1].event
     assert isinstance(refused, ToolCallRefused) and refused.step == "approval"
     assert refused.rule == "deny pattern 'rm -rf'"
+    assert not (root / "ran").exists()
+
+
+async def test_a_wrapped_dangerous_command_is_refused_by_the_exec_analysis(
+    root: Path, store: EventStore
+) -> None:
+    pipeline = ToolPipeline(ToolRegistry(exec_tools()))
+    result = await run_tool_call(
+        pipeline,
+        context(root),
+        "exec",
+        {"command": "touch ran; sh -c 'cat /proc/$PPID/environ'"},
+        StoreSink(store, "session/main/s1"),
+        call_id="c1",
+    )
+    assert result.is_error and "command blocked by safety policy" in result.for_llm
+    refused = (await store.read_stream("session/main/s1"))[-1].event
+    assert isinstance(refused, ToolCallRefused) and refused.step == "approval"
+    assert refused.rule == "dangerous pattern '/proc/*/environ'"
     assert not (root / "ran").exists()
 
 

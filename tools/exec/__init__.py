@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..base import Tool
 from ..workspace.access import WorkspaceEnv
 from ..workspace.stores import Recorder
-from .analysis import CommandVerdict, analyze
+from .analysis import CommandVerdict, analyze, match_deny
 from .config import ExecConfig
 from .env import BLOCKED_ENV, SAFE_ENV_VARS, command_env
 from .errors import (
@@ -69,6 +69,7 @@ __all__ = [
     "exec_tools",
     "group_members",
     "kill_tree",
+    "match_deny",
     "parse",
     "session_stream",
 ]

@@ -27,7 +27,7 @@ from .expand import expanded_views
 from .patterns import DANGEROUS, DENY, INJECTION, NEVER_AUTO_APPROVE, CommandPattern
 from .unwrap import MAX_DEPTH, Invocation, ParsedCommand, parse
 
-__all__ = ["CommandVerdict", "analyze"]
+__all__ = ["CommandVerdict", "analyze", "match_deny"]
 
 Action = Literal["allow", "approve", "deny"]
 
@@ -106,11 +106,28 @@ def analyze(command: str) -> CommandVerdict:
     return CommandVerdict("allow")
 
 
+def match_deny(command: str) -> tuple[CommandPattern, str] | None:
+    """The first pattern of :data:`DENY` that any view of ``command`` matches, with the
+    view (the evidence); text piped into a shell by ``curl``, ``wget`` or ``base64``
+    counts as their pattern. A command the lexer cannot read is matched as written."""
+    parsed = parse(command)
+    free, anchored = _views(parsed)
+    found = _match(DENY, free, anchored)
+    if found is not None:
+        return found
+    structural = _structure(parsed)
+    if structural is not None and structural.category == "deny":
+        pattern = next(p for p in DENY if p.label == structural.label)
+        return pattern, structural.evidence
+    return None
+
+
 def _views(parsed: ParsedCommand) -> tuple[list[str], list[str]]:
     """(views any pattern may match anywhere in, single-command views for anchored ones)."""
     commands = [inv.text() for inv in parsed.invocations]
     commands += [view for inv in parsed.invocations for view in expanded_views(inv.argv)]
-    wrapped = [" ".join(inv.original) for inv in parsed.invocations if inv.wrappers]
+    # as written: before wrappers were stripped, with the assignments (``D=/pr''oc``)
+    wrapped = [" ".join(inv.original) for inv in parsed.invocations if inv.original != inv.argv]
     pipelines = [" | ".join(inv.text() for inv in p) for p in parsed.pipelines]
     free = [source for _, source in parsed.sources] + commands + wrapped + pipelines
     free.append(" ; ".join(pipelines))
@@ -121,9 +138,16 @@ def _match(
     table: tuple[CommandPattern, ...], free: list[str], anchored: list[str]
 ) -> tuple[CommandPattern, str] | None:
     for pattern in table:
-        for view in anchored if pattern.anchored else free:
-            if pattern.regex.search(view):
+        views = anchored if pattern.anchored else free
+        for view in views:
+            if not pattern.regex.search(view):
+                continue
+            if pattern.also is None:
                 return pattern, view[:200]
+            other = next((v for v in views if pattern.also.search(v)), None)
+            if other is not None:
+                return pattern, (view if other == view else f"{view} … {other}")[:200]
+            break
     return None
 
 

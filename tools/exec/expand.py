@@ -5,7 +5,10 @@ around a pattern (``/etc//passwd``, ``/etc/x/../passwd``), brace expansion
 The analysis cannot list the disk, so a glob is compared with what the patterns protect:
 a command-name glob with the commands the tables name, an absolute or home path glob with
 the sensitive files. Each candidate a word could become yields one more view of the
-command for the patterns to match; ordinary globs (``*.py``, ``src/*``) add nothing.
+command for the patterns to match; ordinary globs (``*.py``, ``src/*``) add nothing. In
+such a glob a part the shell fills in from a variable or a substitution (``/pr?c/$PPID``)
+could be anything, and a ``*`` part of a sensitive path stands for any name (a process:
+``1``, ``self``, ``thread-self``).
 """
 
 from __future__ import annotations
@@ -29,13 +32,15 @@ GLOB_COMMANDS: tuple[str, ...] = (
 #: Files the dangerous patterns protect, as a glob may reach them.
 SENSITIVE_PATHS: tuple[str, ...] = (
     "/etc/passwd", "/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/master.passwd",
-    "/proc/self/environ", "/proc/self/mem", "/proc/1/environ", "/dev/sda", "/dev/mem",
+    "/proc", "/proc/*", "/proc/*/environ", "/proc/*/mem", "/proc/*/maps",
+    "/proc/*/task/*/environ", "/dev/sda", "/dev/mem",
     "/dev/tcp/", "/var/run/docker.sock", "/run/docker.sock", "~/.ssh/id_rsa",
     "~/.ssh/id_ed25519", "~/.ssh/authorized_keys", "~/.bash_history", "~/.zsh_history",
     "~/.aws/credentials", "~/.netrc", "~/.git-credentials", "~/.pgpass",
 )  # fmt: skip
 _GLOB = re.compile(r"[*?\[]")
 _BRACE = re.compile(r"\{([^{}]*,[^{}]*)\}")
+_RUN_TIME = re.compile(r"[$`]")
 _MAX_VIEWS = 64
 
 
@@ -101,7 +106,10 @@ def _glob_reaches(pattern: str, path: str) -> bool:
 
 
 def _component_matches(pattern: str, name: str) -> bool:
-    """The shell's rule: a glob reaches a dot file only when it starts with a dot."""
+    """The shell's rule: a glob reaches a dot file only when it starts with a dot. A
+    ``*`` name (any process) and a part filled in at run time (``$PPID``) match any."""
+    if name == "*" or _RUN_TIME.search(pattern):
+        return bool(pattern)
     if name.startswith(".") and not pattern.startswith("."):
         return False
     return fnmatch.fnmatchcase(name, pattern)

@@ -1,11 +1,20 @@
 """The pattern tables of the shell tool: the union of GoClaw's deny patterns (seed 001 §4)
 and IronClaw's blocked commands, dangerous patterns, injection checks and
-never-auto-approve patterns (seed 004 §4.6).
+never-auto-approve patterns (seed 004 §4.6). :data:`DENY` is the one deny table:
+``tools.deny`` (approvals, quality gates) reads it too, by its seed ``group``.
 
 Every pattern is a regex matched against several views of a command (see
 :mod:`tools.exec.analysis`): the raw text, and each command and pipeline after quotes,
 escapes and wrappers are removed. ``anchored`` patterns only match at the start of a
-single command's view (``eval …``, not ``echo eval``).
+single command's view (``eval …``, not ``echo eval``). A pattern with ``also`` spans the
+command line: its two regexes may match different views (``cd /proc/$PPID && cat
+environ``).
+
+These tables are a speed bump, not a boundary. A command can always name a file in a way
+no table foresees (a relative path after ``cd /etc && head shadow``, a name an
+interpreter assembles at run time), and exec on the host runs with the rights of the
+process, as root where clawlog runs as root. The isolation layer is the Docker sandbox
+(:mod:`tools.sandbox`): run untrusted agents there.
 """
 
 from __future__ import annotations
@@ -32,53 +41,77 @@ class CommandPattern(NamedTuple):
     label: str
     regex: re.Pattern[str]
     anchored: bool = False
+    #: A second regex some view of the same command line must match too (any view, not
+    #: necessarily the one ``regex`` matched).
+    also: re.Pattern[str] | None = None
+    #: The seed 001 §4 group of a deny pattern (``destructive file ops``…), for messages.
+    group: str = ""
 
 
 def _p(
-    category: str, label: str, pattern: str, flags: int = 0, anchored: bool = False
+    category: str,
+    label: str,
+    pattern: str,
+    flags: int = 0,
+    anchored: bool = False,
+    also: str | None = None,
+    group: str = "",
 ) -> CommandPattern:
-    return CommandPattern(category, label, re.compile(pattern, flags), anchored)
+    second = re.compile(also, flags) if also is not None else None
+    return CommandPattern(category, label, re.compile(pattern, flags), anchored, second, group)
 
 
-def _deny(label: str, pattern: str, flags: int = 0) -> CommandPattern:
-    return _p("deny", label, pattern, flags)
+# The seed 001 §4 groups of the deny table.
+_FILES, _DISK, _SYSTEM = "destructive file ops", "disk destruction", "system control"
+_FORK, _REMOTE, _REVERSE, _EVAL = "fork bomb", "remote code exec", "reverse shell", "eval injection"
+
+
+def _deny(group: str, label: str, pattern: str, flags: int = 0) -> CommandPattern:
+    return _p("deny", label, pattern, flags, group=group)
 
 
 #: GoClaw's table (seed 001 §4) and IronClaw's BLOCKED_COMMANDS: never run.
 DENY: tuple[CommandPattern, ...] = (
     _deny(
+        _FILES,
         "rm -rf",
         rf"\brm\b(?={_SEG}\s(?:-[a-zA-Z]*[rR]|--recursive\b))(?={_SEG}\s(?:-[a-zA-Z]*f|--force\b))",
     ),
-    _deny("rm -rf /", rf"\brm\s{_SEG}--no-preserve-root"),
-    _deny("del /f", r"\bdel\s+(?:/\w+\s+)*/f\b", re.IGNORECASE),
-    _deny("rmdir /s", r"\brmdir\s+(?:/\w+\s+)*/s\b", re.IGNORECASE),
-    _deny("mkfs", r"\bmkfs(?:\.\w+)?\b"),
-    _deny("dd if=", rf"\bdd\s+(?:{_SEG}\s)?if="),
-    _deny("dd if=/dev/zero", r"\bif=/dev/(?:zero|random|urandom)\b.*\bof=/dev/"),
-    _deny("> /dev/sd*", r">\s*/dev/(?:sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d)"),
-    _deny("shutdown", r"\bshutdown\b"),
-    _deny("reboot", r"\breboot\b"),
-    _deny("poweroff", r"\bpoweroff\b"),
-    _deny("halt", r"(?:^|[;&|]\s*|\bsudo\s+)halt\b"),
-    _deny("init 0", r"\b(?:init|telinit)\s+[06]\b"),
-    _deny("systemctl poweroff", r"\bsystemctl\s+(?:poweroff|reboot|halt|kexec)\b"),
-    _deny(":(){ ... };:", r":\s*\(\s*\)\s*\{[^}]*:\s*\|\s*:[^}]*\}\s*;\s*:"),
-    _deny(":(){ ... };:", r"\b(\w+)\s*\(\s*\)\s*\{\s*\1\s*\|\s*\1\s*&\s*\}\s*;\s*\1\b"),
-    _deny("curl | sh", rf"\bcurl\b[^|]*\|\s*{_SH}"),
-    _deny("wget -O - | sh", rf"\bwget\b[^|]*\|\s*{_SH}"),
-    _deny("/dev/tcp/", r"/dev/(?:tcp|udp)/"),
-    _deny("nc -e", rf"\b(?:nc|ncat|netcat)\b{_SEG}\s-[a-zA-Z]*[ec]\b"),
-    _deny("socat exec", r"\bsocat\b.*\b(?:exec|system):", re.IGNORECASE),
-    _deny("eval $()", r"\beval\s+[\"']?(?:\$\(|`)"),
-    _deny("base64 -d | sh", rf"\bbase64\b{_SEG}(?:-d\b|--decode\b|-D\b){_SEG}\|\s*{_SH}"),
-    _deny("chmod -R 777 /", r"\bchmod\s+(?:-\w+\s+)*(?:-R|--recursive)\s+\S*\s+/(?:\s|$)"),
-    _deny("> /dev/mem", r">\s*/dev/(?:mem|kmem|port)\b"),
+    _deny(_FILES, "rm -rf /", rf"\brm\s{_SEG}--no-preserve-root"),
+    _deny(_FILES, "del /f", r"\bdel\s+(?:/\w+\s+)*/f\b", re.IGNORECASE),
+    _deny(_FILES, "rmdir /s", r"\brmdir\s+(?:/\w+\s+)*/s\b", re.IGNORECASE),
+    _deny(_DISK, "mkfs", r"\bmkfs(?:\.\w+)?\b"),
+    _deny(_DISK, "dd if=", rf"\bdd\s+(?:{_SEG}\s)?if="),
+    _deny(_DISK, "dd if=/dev/zero", r"\bif=/dev/(?:zero|random|urandom)\b.*\bof=/dev/"),
+    _deny(_DISK, "> /dev/sd*", r">\s*/dev/(?:sd[a-z]|[hv]d[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d)"),
+    _deny(_SYSTEM, "shutdown", r"\bshutdown\b"),
+    _deny(_SYSTEM, "reboot", r"\breboot\b"),
+    _deny(_SYSTEM, "poweroff", r"\bpoweroff\b"),
+    _deny(_SYSTEM, "halt", r"(?:^|[;&|]\s*|\bsudo\s+)halt\b"),
+    _deny(_SYSTEM, "init 0", r"\b(?:init|telinit)\s+[06]\b"),
+    _deny(_SYSTEM, "systemctl poweroff", r"\bsystemctl\s+(?:poweroff|reboot|halt|kexec)\b"),
+    _deny(_FORK, ":(){ ... };:", r":\s*\(\s*\)\s*\{[^}]*:\s*\|\s*:[^}]*\}\s*;\s*:"),
+    _deny(_FORK, ":(){ ... };:", r"\b(\w+)\s*\(\s*\)\s*\{\s*\1\s*\|\s*\1\s*&\s*\}\s*;\s*\1\b"),
+    _deny(_REMOTE, "curl | sh", rf"\bcurl\b[^|]*\|\s*{_SH}"),
+    _deny(_REMOTE, "wget -O - | sh", rf"\bwget\b[^|]*\|\s*{_SH}"),
+    _deny(_REVERSE, "/dev/tcp/", r"/dev/(?:tcp|udp)/"),
+    _deny(_REVERSE, "nc -e", rf"\b(?:nc|ncat|netcat)\b{_SEG}\s-[a-zA-Z]*[ec]\b"),
+    _deny(_REVERSE, "socat exec", r"\bsocat\b.*\b(?:exec|system):", re.IGNORECASE),
+    _deny(_EVAL, "eval $()", r"\beval\s+[\"']?(?:\$\(|`)"),
+    _deny(_EVAL, "base64 -d | sh", rf"\bbase64\b{_SEG}(?:-d\b|--decode\b|-D\b){_SEG}\|\s*{_SH}"),
+    _deny(_FILES, "chmod -R 777 /", r"\bchmod\s+(?:-\w+\s+)*(?:-R|--recursive)\s+\S*\s+/(?:\s|$)"),
+    _deny(_SYSTEM, "> /dev/mem", r">\s*/dev/(?:mem|kmem|port)\b"),
 )
 
 
-def _danger(label: str, pattern: str, flags: int = 0, anchored: bool = False) -> CommandPattern:
-    return _p("dangerous", label, pattern, flags, anchored)
+def _danger(
+    label: str, pattern: str, flags: int = 0, anchored: bool = False, also: str | None = None
+) -> CommandPattern:
+    return _p("dangerous", label, pattern, flags, anchored, also)
+
+
+#: A process's secrets under /proc: its environment (API keys), memory and memory map.
+_PROC_SECRET = r"\b(?:environ|mem|maps|kcore)\b"
 
 
 #: IronClaw DANGEROUS_PATTERNS: privilege escalation and exfiltration; refused.
@@ -102,7 +135,15 @@ DANGEROUS: tuple[CommandPattern, ...] = (
     _danger("setcap", r"\bsetcap\b"),
     _danger("visudo", r"\bvisudo\b"),
     _danger("kernel modules", r"\b(?:insmod|rmmod|modprobe)\b"),
-    _danger("/proc/*/environ", r"/proc/(?:self|\d+|\*)/(?:environ|mem|maps)\b"),
+    # /proc however the process is named ($PPID, $$, thread-self, task/N, globs) and
+    # whichever view names the file: /proc and a secret file anywhere in one command line.
+    _danger("/proc/*/environ", r"\bproc\b", also=_PROC_SECRET),
+    _danger("*/environ", r"(?:^|/)environ\b"),
+    # A file name put together at run time under a process's folder (…/self/${E}ron).
+    _danger("/proc/*/$name", r"\bproc/+[^/\s]+/+[^\s;&|]*[$`]"),
+    # Inside /proc, relative names (cat mem, cat e*) slip past every path pattern.
+    _danger("cd /proc", r"\b(?:cd|pushd)\s+(?:-\S+\s+)*[\"']?/+proc\b"),
+    _danger("cd /proc", r"(?:\s-C\s*|--chdir[=\s]\s*|--directory[=\s]\s*)[\"']?/+proc\b"),
     _danger(
         "credential files",
         r"\.aws/credentials|\.netrc\b|\.docker/config\.json|\.kube/config|\.gnupg\b|"
