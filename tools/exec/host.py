@@ -5,6 +5,14 @@ Killing kills the group and every descendant found under the leader in ``/proc``
 child that called ``setsid`` left the group but not the tree). When the leader exits,
 what it left running in its group is killed too: a foreground command never leaves
 orphans behind (``background`` runs are for long-lived work).
+
+A process can also leave both the group and the tree (``setsid`` in a subshell that
+exits, a double fork, a daemon): it is reparented to init. So every run gets a random
+``CLAWLOG_RUN_ID`` in its environment, which every descendant inherits; when the run
+ends, for whatever reason, :func:`sweep_run` kills every process whose ``/proc/PID/environ``
+still holds it. This is Linux-only (``/proc``, pidfds) like the rest of this module, and
+best effort: a process that execs with a cleared environment (``env -i``) sheds the mark;
+only a cgroup would hold such a process.
 """
 
 from __future__ import annotations
@@ -14,19 +22,24 @@ import contextlib
 import os
 import signal
 import subprocess
+import uuid
 from collections.abc import Mapping
 
 import structlog
 
 from .output import OutputBuffer
 
-__all__ = ["HostProcess", "group_members", "kill_tree"]
+__all__ = ["RUN_ID_ENV", "HostProcess", "group_members", "kill_tree", "sweep_run"]
 
 _log = structlog.get_logger("clawlog.tools.exec")
 #: After the leader exits, how long its output may still take to arrive.
 _DRAIN_S = 2.0
 #: How long killed processes may take to die (SIGKILL takes milliseconds).
 _KILL_WAIT_S = 5.0
+#: The environment variable that marks every process of one run.
+RUN_ID_ENV = "CLAWLOG_RUN_ID"
+#: A marked process may fork between a scan and its kill: scan again, this many times.
+_SWEEP_ROUNDS = 8
 
 
 def _proc_table() -> dict[int, tuple[int, int]]:
@@ -93,6 +106,69 @@ async def kill_tree(
             os.close(fd)
 
 
+def _marked(marker: bytes) -> list[int]:
+    """Pids of the processes whose environment holds ``marker`` (``NAME=value``). Only
+    our own uid's processes are readable (unless we are root); a process that is gone,
+    unreadable or a zombie (its environment is empty) is not listed."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and _has_marker(int(entry), marker):
+            found.append(int(entry))
+    return found
+
+
+def _has_marker(pid: int, marker: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return marker in handle.read().split(b"\0")
+    except OSError:  # gone, or another user's
+        return False
+
+
+def _kill_marked(pids: list[int], marker: bytes) -> list[int]:
+    """SIGKILL each pid still marked; the pidfds of those killed (the caller closes them).
+    The pidfd pins the process, so a pid reused since the scan is checked, not killed."""
+    pidfds = []
+    for pid in pids:
+        if pid == os.getpid():
+            continue
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:  # already gone
+            continue
+        try:
+            if _has_marker(pid, marker):
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+                pidfds.append(fd)
+                continue
+        except OSError:  # died meanwhile, or not ours to signal
+            pass
+        os.close(fd)
+    return pidfds
+
+
+async def sweep_run(run_id: str) -> int:
+    """SIGKILL every process carrying ``RUN_ID_ENV=run_id`` and wait until they died;
+    returns how many were killed."""
+    marker = f"{RUN_ID_ENV}={run_id}".encode()
+    killed = 0
+    for _ in range(_SWEEP_ROUNDS):
+        # reading /proc/*/environ can block on a process's memory map: off the loop
+        pids = await asyncio.to_thread(_marked, marker)
+        pidfds = _kill_marked(pids, marker)
+        if not pidfds:
+            break
+        killed += len(pidfds)
+        try:
+            await _until_exited(pidfds)
+        finally:
+            for fd in pidfds:
+                os.close(fd)
+    if killed:
+        _log.info("killed processes the run left behind", run_id=run_id, count=killed)
+    return killed
+
+
 def _resolve(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
@@ -137,11 +213,15 @@ class _Protocol(asyncio.SubprocessProtocol):
 class HostProcess:
     host = "host"
 
-    def __init__(self, transport: asyncio.SubprocessTransport, protocol: _Protocol) -> None:
+    def __init__(
+        self, transport: asyncio.SubprocessTransport, protocol: _Protocol, run_id: str
+    ) -> None:
         self._transport = transport
         self._protocol = protocol
         self.output = protocol.output
         self.pid: int = transport.get_pid()
+        #: The ``RUN_ID_ENV`` value every process of this run carries.
+        self.run_id = run_id
         self._done: asyncio.Task[int] | None = None
 
     @classmethod
@@ -151,19 +231,20 @@ class HostProcess:
         loop = asyncio.get_running_loop()
         output = OutputBuffer()
         output.bind(loop)
+        run_id = uuid.uuid4().hex
         transport, protocol = await loop.subprocess_exec(
             lambda: _Protocol(output, loop),
             "/bin/sh",
             "-c",
             command,
             cwd=cwd,
-            env=dict(env),
+            env={**env, RUN_ID_ENV: run_id},  # last: a call cannot choose its own
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        return cls(transport, protocol)
+        return cls(transport, protocol, run_id)
 
     @property
     def returncode(self) -> int | None:
@@ -176,8 +257,9 @@ class HostProcess:
 
     async def _finish(self) -> int:
         await self._protocol.exited
-        # what the command left running in its group
+        # what the command left running in its group, then what left the group
         await kill_tree(self.pid, descendants=False)
+        await sweep_run(self.run_id)
         try:
             async with asyncio.timeout(_DRAIN_S):
                 await asyncio.shield(self._protocol.closed)
