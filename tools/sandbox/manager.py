@@ -8,6 +8,12 @@ with ``docker exec`` (:class:`SandboxProcess`). :meth:`SandboxManager.release` r
 session's container when the session ends; :meth:`SandboxManager.aclose` removes all of
 this manager's containers.
 
+No container outlives the manager: each carries the label ``clawlog.manager=<id>``; a
+container whose start fails is removed at once; :meth:`~SandboxManager.aclose` waits for
+creations under way (a container created after the close began is removed by its
+creator), removes the containers it knows, then every other container its label finds (a
+create whose answer was lost), and from then on refuses new sessions.
+
 docker-py blocks: every call runs in ``executor`` (the I/O hub's), never on the loop.
 """
 
@@ -76,7 +82,10 @@ class SandboxManager:
         self._client: Any = None
         self._containers: dict[str, _Container] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        #: ensure() calls under way: aclose waits for them.
+        self._pending: set[asyncio.Future[str]] = set()
         self._closed = False
+        self._closing: asyncio.Future[None] | None = None
 
     # -- docker calls, off the loop -----------------------------------------------------
     def _default_client(self) -> Any:
@@ -117,12 +126,30 @@ class SandboxManager:
         found = self._containers.get(key)
         return None if found is None else found.id
 
-    async def ensure(self, key: str, workspace: str) -> str:
-        """The id of ``key``'s running container, created if needed."""
+    def _check_open(self) -> None:
         if self._closed:
-            raise SandboxClosed("the sandbox manager is closed")
-        workspace = os.path.realpath(workspace)
+            raise SandboxClosed("the sandbox manager is closed; no new sandbox session starts")
+
+    async def ensure(self, key: str, workspace: str) -> str:
+        """The id of ``key``'s running container, created if needed. Raises
+        :class:`SandboxClosed` once the manager is closing, also when it closed while the
+        container was being created (which is then removed)."""
+        self._check_open()
+        # a task awaited shielded: a caller cancelled mid-creation leaves the container
+        # tracked (or removed), never running unknown to the manager; aclose waits for it
+        task = asyncio.ensure_future(self._ensure(key, os.path.realpath(workspace)))
+        self._pending.add(task)
+        task.add_done_callback(self._settled)
+        return await asyncio.shield(task)
+
+    def _settled(self, task: asyncio.Future[str]) -> None:
+        self._pending.discard(task)
+        if not task.cancelled():
+            task.exception()  # retrieved: a caller cancelled meanwhile never will
+
+    async def _ensure(self, key: str, workspace: str) -> str:
         async with self._locks.setdefault(key, asyncio.Lock()):
+            self._check_open()
             found = self._containers.get(key)
             if (
                 found is not None
@@ -133,6 +160,13 @@ class SandboxManager:
             if found is not None:
                 await self._remove(key, "recreate")
             container_id = await self._call(self._create, key, workspace)
+            if self._closed:
+                with contextlib.suppress(SandboxUnavailable):
+                    await self._call(self._remove_container, container_id)
+                raise SandboxClosed(
+                    "the sandbox manager closed while this session's container was being "
+                    "created; the container was removed"
+                )
             self._containers[key] = _Container(container_id, workspace)
         await self._emit(
             key,
@@ -154,16 +188,33 @@ class SandboxManager:
         return bool(container.status == "running")
 
     def _create(self, key: str, workspace: str) -> str:
+        """Create and start ``key``'s container; one that cannot start is removed."""
+        import docker.errors
+
+        containers = self._docker().containers
+        options = self._options(key, workspace)
+        with contextlib.suppress(Exception):
+            containers.get(options["name"]).remove(force=True)
+        command = ["sleep", "infinity"]
+        try:
+            container = containers.create(self.config.image, command, **options)
+        except docker.errors.ImageNotFound:  # as ``containers.run`` does: pull, then retry
+            self._docker().images.pull(self.config.image)
+            container = containers.create(self.config.image, command, **options)
+        try:
+            container.start()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
+            raise
+        return str(container.id)
+
+    def _options(self, key: str, workspace: str) -> dict[str, Any]:
         config = self.config
         digest = hashlib.sha256(key.encode()).hexdigest()[:12]
-        name = f"{config.container_prefix}-{self.manager_id}-{digest}"
-        with contextlib.suppress(Exception):
-            self._docker().containers.get(name).remove(force=True)
         info = os.stat(workspace)
-        container = self._docker().containers.run(
-            config.image,
-            ["sleep", "infinity"],
-            name=name,
+        return dict(
+            name=f"{config.container_prefix}-{self.manager_id}-{digest}",
             detach=True,
             init=True,
             labels={LABEL_KEY: key, LABEL_MANAGER: self.manager_id},
@@ -182,7 +233,6 @@ class SandboxManager:
             user=config.user or f"{info.st_uid}:{info.st_gid}",
             environment={"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
         )
-        return str(container.id)
 
     async def release(self, key: str, reason: str = "session_end") -> None:
         """Remove ``key``'s container (the session ended). Nothing to do if it has none."""
@@ -220,15 +270,39 @@ class SandboxManager:
         return await self._call(remove)
 
     async def aclose(self) -> None:
-        """Remove every container of this manager. Safe to call twice."""
-        if self._closed:
-            return
-        self._closed = True
+        """Remove every container of this manager and refuse new sessions. Safe to call
+        twice (a second call waits for the first) and under cancellation (the close goes
+        on)."""
+        if self._closing is None:
+            self._closed = True
+            self._closing = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._closing)
+
+    async def _close(self) -> None:
+        if self._pending:
+            await asyncio.wait(set(self._pending))
         for key in list(self._containers):
             await self._remove(key, "close")
-        if self._client is not None:
+        if self._client is None:
+            return  # never talked to the engine: it holds no container of ours
+        try:
+            stray = await self._call(self._remove_labelled)
+        except SandboxUnavailable as exc:
+            _log.warning("sandbox containers not listed at close", error=str(exc))
+        else:
+            if stray:
+                _log.warning("removed untracked sandbox containers", count=stray)
+        with contextlib.suppress(Exception):
+            await self._call(self._client.close)
+
+    def _remove_labelled(self) -> int:
+        """Force-remove every container labelled with this manager's id."""
+        label = f"{LABEL_MANAGER}={self.manager_id}"
+        found = self._docker().containers.list(all=True, filters={"label": label})
+        for container in found:
             with contextlib.suppress(Exception):
-                await self._call(self._client.close)
+                container.remove(force=True)
+        return len(found)
 
     async def __aenter__(self) -> SandboxManager:
         return self
