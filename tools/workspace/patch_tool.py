@@ -3,11 +3,14 @@
 Accepts a unified diff or OpenAI's ``*** Begin Patch`` block in ``patch``, and IronClaw's
 form (``path``, ``old_string``, ``new_string``, ``replace_all``), which is an edit. Every
 file's new content is computed and checked (paths, protection, sizes) before anything is
-written; if a write still fails, the files already written are put back.
+written; if a write still fails (a workspace, disk or store error, or the call is
+cancelled), the files already written are put back. A file is one file however the patch
+spells it (``a.txt``, ``./a.txt``, a symlink to it inside the workspace).
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, ClassVar, NamedTuple
 
 import structlog
@@ -24,6 +27,18 @@ from .write_tools import edit_text
 __all__ = ["ApplyPatchTool"]
 
 _log = structlog.get_logger("clawlog.tools.workspace")
+
+
+class _Key(NamedTuple):
+    """Which file a change is to: on disk its real path, so every spelling of it is one
+    file; a context file or memory document its name in the store."""
+
+    kind: str
+    path: str
+
+    @classmethod
+    def of(cls, target: Target) -> _Key:
+        return cls(target.kind, target.path.real_rel if target.kind == "disk" else target.rel)
 
 
 class _Change(NamedTuple):
@@ -74,7 +89,7 @@ class ApplyPatchTool(FileTool):
         )
 
     async def _plan(self, workspace: Workspace, patches: list[FilePatch]) -> list[_Change]:
-        pending: dict[str, _Change] = {}
+        pending: dict[_Key, _Change] = {}
         for patch in patches:
             target = workspace.resolve(patch.path)
             current = await self._current(workspace, target, pending)
@@ -104,54 +119,74 @@ class ApplyPatchTool(FileTool):
         return list(pending.values())
 
     async def _current(
-        self, workspace: Workspace, target: Target, pending: dict[str, _Change]
+        self, workspace: Workspace, target: Target, pending: dict[_Key, _Change]
     ) -> str | None:
-        if target.rel in pending:
-            return pending[target.rel].content
+        key = _Key.of(target)
+        if key in pending:
+            return pending[key].content
         if not await workspace.exists(target):
             pending_before = None
         else:
             cap = self.env.config.max_write_bytes
             pending_before = await workspace.read_text(target, cap)
-        pending[target.rel] = _Change(target, pending_before, pending_before)
+        pending[key] = _Change(target, pending_before, pending_before)
         return pending_before
 
     def _stage(
-        self, workspace: Workspace, pending: dict[str, _Change], target: Target, content: str | None
+        self,
+        workspace: Workspace,
+        pending: dict[_Key, _Change],
+        target: Target,
+        content: str | None,
     ) -> None:
         workspace.check_write(target, len((content or "").encode("utf-8")))
-        before = pending[target.rel].before if target.rel in pending else None
-        pending[target.rel] = _Change(target, content, before)
+        found = pending.get(_Key.of(target))
+        # the spelling seen first names the file in the answer
+        first, before = (target, None) if found is None else (found.target, found.before)
+        pending[_Key.of(target)] = _Change(first, content, before)
 
 
 async def _commit(workspace: Workspace, changes: list[_Change]) -> None:
+    """Write every change in order; if one fails, whatever the error, or the call is
+    cancelled, put back what was written and raise (disk errors as :class:`PatchRejected`)."""
     done: list[_Change] = []
-    try:
-        for change in changes:
-            if change.content == change.before:
-                continue
-            if change.content is None:
-                await workspace.delete(change.target)
-            else:
-                await workspace.write_text(change.target, change.content)
-            done.append(change)
-    except WorkspaceError as exc:
-        await _restore(workspace, done)
-        raise PatchRejected(
-            f"the patch could not be written ({exc}); the files already written were "
-            "restored, nothing was changed"
-        ) from exc
-
-
-async def _restore(workspace: Workspace, done: list[_Change]) -> None:
-    for change in reversed(done):
+    for change in changes:
+        if change.content == change.before:
+            continue
+        # its own task: a write already in its thread when the call is cancelled still
+        # lands, so the rollback waits for it and undoes it with the rest
+        step = asyncio.ensure_future(_write(workspace, change.target, change.content))
         try:
-            if change.before is None:
-                await workspace.delete(change.target)
-            else:
-                await workspace.write_text(change.target, change.before)
-        except WorkspaceError as exc:  # pragma: no cover - disk failing twice
-            _log.warning("patch rollback failed", path=change.target.rel, error=str(exc))
+            await asyncio.shield(step)
+        except BaseException as exc:
+            await asyncio.shield(_roll_back(workspace, done, step, change))
+            if isinstance(exc, WorkspaceError | OSError):
+                raise PatchRejected(
+                    f"the patch could not be written ({exc}); the files already written "
+                    "were restored, nothing was changed"
+                ) from exc
+            raise
+        done.append(change)
+
+
+async def _write(workspace: Workspace, target: Target, content: str | None) -> None:
+    if content is None:
+        await workspace.delete(target)
+    else:
+        await workspace.write_text(target, content)
+
+
+async def _roll_back(
+    workspace: Workspace, done: list[_Change], step: asyncio.Future[None], change: _Change
+) -> None:
+    await asyncio.wait([step])
+    if not step.cancelled() and step.exception() is None:
+        done = [*done, change]
+    for written in reversed(done):
+        try:
+            await _write(workspace, written.target, written.before)
+        except Exception as exc:  # the disk failing twice: the rest is still put back
+            _log.warning("patch rollback failed", path=written.target.rel, error=str(exc))
 
 
 def _describe(change: _Change) -> str:
