@@ -25,7 +25,7 @@ from .errors import (
     SandboxRefused,
     UnknownProcess,
 )
-from .host import HostProcess, group_members, kill_tree
+from .host import RUN_ID_ENV, HostProcess, group_members, kill_tree, sweep_run
 from .output import OutputBuffer, clip
 from .patterns import DANGEROUS, DENY, INJECTION, NEVER_AUTO_APPROVE, CommandPattern
 from .process_tool import ALLOWED_SIGNALS, ProcessTool
@@ -42,6 +42,7 @@ __all__ = [
     "INJECTION",
     "MAX_DEPTH",
     "NEVER_AUTO_APPROVE",
+    "RUN_ID_ENV",
     "SAFE_ENV_VARS",
     "CommandDenied",
     "CommandPattern",
@@ -72,6 +73,7 @@ __all__ = [
     "match_deny",
     "parse",
     "session_stream",
+    "sweep_run",
 ]
 
 
