@@ -64,6 +64,8 @@ class Batch:
     through: int
     #: For each projection (runner order): its events, in position order.
     routed: list[list[Any]] = field(default_factory=list)
+    #: True if no :class:`CorruptRow` is among them (the router knows; saves a scan).
+    clean: bool = False
 
 
 def read_statuses(conn: sqlite3.Connection) -> dict[str, ProjectionStatus]:
@@ -147,7 +149,9 @@ def apply_batch(
                 continue  # moved back behind this batch: the runner re-reads from there
             if known.position >= batch.start:
                 events = [e for e in events if e.position > known.position]
-            stored[projection.name] = _fold(conn, projection, known, events, batch.through)
+            stored[projection.name] = _fold(
+                conn, projection, known, events, batch.through, batch.clean
+            )
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
@@ -161,10 +165,11 @@ def _fold(
     known: ProjectionStatus,
     events: list[Any],
     through: int,
+    clean: bool,
 ) -> ProjectionStatus:
     name = projection.name
     conn.execute(f"SAVEPOINT p_{name}")
-    failure = _run_handlers(conn, projection, events)
+    failure = _run_handlers(conn, projection, events, clean)
     if failure is None:
         conn.execute(
             "UPDATE projection_checkpoints SET position = ? WHERE name = ?", (through, name)
@@ -191,13 +196,14 @@ def _fold(
 
 
 def _run_handlers(
-    conn: sqlite3.Connection, projection: Projection, events: list[Any]
+    conn: sqlite3.Connection, projection: Projection, events: list[Any], clean: bool = False
 ) -> tuple[int, Exception] | None:
     """Apply ``events``; on a handler error return (index of the failing event, error).
-    A corrupt row fails the projection there, after the events before it were applied."""
-    corrupt = next((i for i, e in enumerate(events) if type(e) is CorruptRow), None)
+    A corrupt row fails the projection there, after the events before it were applied.
+    ``clean``: the caller knows there is no corrupt row among them."""
+    corrupt = None if clean else _first_corrupt(events)
     if corrupt is not None:
-        failure = _run_handlers(conn, projection, events[:corrupt])
+        failure = _run_handlers(conn, projection, events[:corrupt], True)
         return failure if failure is not None else (corrupt, events[corrupt].error)
     batch_handler = getattr(projection, "handle_batch", None)
     if batch_handler is not None and events:
@@ -214,6 +220,10 @@ def _run_handlers(
             _raise_if_environmental(exc)
             return index, exc
     return None
+
+
+def _first_corrupt(events: list[Any]) -> int | None:
+    return next((i for i, e in enumerate(events) if type(e) is CorruptRow), None)
 
 
 def _raise_if_environmental(exc: Exception) -> None:

@@ -11,6 +11,7 @@ import msgspec
 
 from events import RecordedEvent
 
+from .._sql import insert_rows, select_in
 from ..readers import Reader, where
 
 __all__ = ["ActorIncident", "ActorLifecycle", "ActorLifecycleReader", "ActorSummary"]
@@ -51,12 +52,27 @@ class ActorIncident(msgspec.Struct, frozen=True):
 
 
 _COLUMNS = ", ".join(ActorSummary.__struct_fields__)
-_ENSURE = (
-    "INSERT OR IGNORE INTO actor_lifecycle (path, status, starts, failures, restarts, "
-    "escalations, dead_letters, first_position, last_position, last_at) "
-    "VALUES (?, 'not_started', 0, 0, 0, 0, 0, ?, ?, ?)"
+_STORE = (
+    f"INSERT OR REPLACE INTO actor_lifecycle ({_COLUMNS}) "
+    f"VALUES ({', '.join('?' * len(ActorSummary.__struct_fields__))})"
 )
-_INCIDENT = "INSERT INTO actor_incidents VALUES (?, ?, ?, ?, ?, ?)"
+_INCIDENT = "INSERT INTO actor_incidents"
+(
+    _KIND,
+    _STATUS,
+    _STARTS,
+    _FAILURES,
+    _RESTARTS,
+    _ESCALATIONS,
+    _DEAD_LETTERS,
+    _ERROR_TYPE,
+    _ERROR,
+    _DIGEST,
+    _STOP_REASON,
+    _FIRST,
+    _LAST,
+    _LAST_AT,
+) = range(1, len(ActorSummary.__struct_fields__))
 
 
 class ActorLifecycle:
@@ -86,50 +102,58 @@ class ActorLifecycle:
     )
 
     def handle(self, conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-        event: Any = recorded.event
-        at = recorded.recorded_at
-        conn.execute(_ENSURE, (event.path, recorded.position, recorded.position, at))
-        assignments, params, incident = _change(recorded.type, event)
-        conn.execute(
-            f"UPDATE actor_lifecycle SET {', '.join(assignments)}, last_position = ?, "
-            "last_at = ? WHERE path = ?",
-            (*params, recorded.position, at, event.path),
-        )
-        if incident is not None:
-            conn.execute(_INCIDENT, (recorded.position, event.path, *incident, at))
+        self.handle_batch(conn, [recorded])
+
+    def handle_batch(self, conn: sqlite3.Connection, events: list[RecordedEvent]) -> None:
+        """Each actor's row is read once, folded in memory and written once per batch
+        (a busy actor has thousands of events, each an update of the same row)."""
+        paths = list(dict.fromkeys(e.event.path for e in events))  # type: ignore[union-attr]
+        actors = {row[0]: list(row) for row in select_in(conn, _SELECT_PATHS, paths)}
+        incidents = []
+        for recorded in events:
+            event: Any = recorded.event
+            row = actors.get(event.path)
+            if row is None:  # known only from now on (a dead letter may come first)
+                first = (recorded.position, recorded.position, recorded.recorded_at)
+                row = actors[event.path] = [event.path, None, "not_started", *_ZEROS, *first]
+            incident = _change(recorded.type, event, row)
+            row[_LAST], row[_LAST_AT] = recorded.position, recorded.recorded_at
+            if incident is not None:
+                incidents.append((recorded.position, event.path, *incident, recorded.recorded_at))
+        conn.executemany(_STORE, actors.values())
+        insert_rows(conn, _INCIDENT, incidents)
 
 
-def _change(tag: str, event: Any) -> tuple[list[str], list[Any], tuple[str, str, str] | None]:
-    """The SET clauses and parameters an event applies, and its incident row."""
+_SELECT_PATHS = f"SELECT {_COLUMNS} FROM actor_lifecycle WHERE path IN"
+#: The five counters, then the error columns and the stop reason, of a new row.
+_ZEROS = (0, 0, 0, 0, 0, None, None, None, None)
+
+
+def _change(tag: str, event: Any, row: list[Any]) -> tuple[str, str, str] | None:
+    """Apply an event to its actor's row; return its incident row, if it makes one."""
     match tag:
         case "actor.started":
-            return ["status = 'running'", "kind = ?", "starts = starts + 1"], [event.kind], None
+            row[_STATUS], row[_KIND], row[_STARTS] = "running", event.kind, row[_STARTS] + 1
+            return None
         case "actor.failed":
             message = event.message[:500]
-            return (
-                [
-                    "status = 'failed'",
-                    "failures = failures + 1",
-                    "last_error_type = ?",
-                    "last_error = ?",
-                    "last_traceback_digest = ?",
-                ],
-                [event.error_type, message, event.traceback_digest],
-                ("failed", event.error_type, message),
-            )
+            row[_STATUS], row[_FAILURES] = "failed", row[_FAILURES] + 1
+            row[_ERROR_TYPE], row[_ERROR] = event.error_type, message
+            row[_DIGEST] = event.traceback_digest
+            return ("failed", event.error_type, message)
         case "actor.restarted":
-            incident = ("restarted", f"attempt {event.attempt}", f"after {event.delay_s:g} s")
-            return ["status = 'restarting'", "restarts = restarts + 1"], [], incident
+            row[_STATUS], row[_RESTARTS] = "restarting", row[_RESTARTS] + 1
+            return ("restarted", f"attempt {event.attempt}", f"after {event.delay_s:g} s")
         case "actor.escalated":
+            row[_STATUS], row[_ESCALATIONS] = "escalated", row[_ESCALATIONS] + 1
             text = f"{event.failures} failures in {event.window_s:g} s: {event.message}"
-            incident = ("escalated", event.error_type, text[:500])
-            return ["status = 'escalated'", "escalations = escalations + 1"], [], incident
+            return ("escalated", event.error_type, text[:500])
         case "actor.stopped":
-            incident = ("stopped", event.reason, "")
-            return ["status = 'stopped'", "stop_reason = ?"], [event.reason], incident
+            row[_STATUS], row[_STOP_REASON] = "stopped", event.reason
+            return ("stopped", event.reason, "")
         case _:  # actor.dead_letter: the status stays what it was
-            incident = ("dead_letter", event.message_type, event.reason)
-            return ["dead_letters = dead_letters + 1"], [], incident
+            row[_DEAD_LETTERS] += 1
+            return ("dead_letter", event.message_type, event.reason)
 
 
 class ActorLifecycleReader(Reader):

@@ -16,6 +16,7 @@ import msgspec
 
 from events import RecordedEvent
 
+from .._sql import select_in
 from ..readers import Reader, where
 
 __all__ = [
@@ -53,82 +54,112 @@ class TaskBoards:
     )
 
     def handle(self, conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
+        self.handle_batch(conn, [recorded])
+
+    def handle_batch(self, conn: sqlite3.Connection, events: list[RecordedEvent]) -> None:
+        """Every task the batch names (or waits on) is read once, folded in memory and
+        written once, with what the statements per event would have left."""
+        board = _Board(conn, events)
+        for recorded in events:
+            board.apply(recorded)
+        board.write(conn)
+
+
+_TEAM = "INSERT OR REPLACE INTO teams VALUES (?, ?, ?, ?, ?)"
+_SELECT_TASKS = "SELECT * FROM task_boards WHERE team = ? AND task_id IN"
+_INSERT_TASK = "INSERT INTO task_boards VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_UPDATE_TASK = (
+    "UPDATE task_boards SET subject = ?, priority = ?, status = ?, claimed_by = ?, "
+    "blocked_by = ?, result = ? WHERE team = ? AND task_id = ?"
+)
+#: What SQLite says when a task is created twice (the INSERT per event said it).
+_DUPLICATE = "UNIQUE constraint failed: task_boards.team, task_boards.task_id"
+_PRIORITY, _STATUS, _CLAIMED_BY, _BLOCKED_BY, _RESULT = 3, 4, 5, 6, 7
+_TaskKey = tuple[str, str]
+
+
+class _Board:
+    """The task rows of one batch: those stored that it names, then its own."""
+
+    def __init__(self, conn: sqlite3.Connection, events: list[RecordedEvent]) -> None:
+        named: dict[str, set[str]] = {}
+        for recorded in events:
+            event: Any = recorded.event
+            if recorded.type != "team.created":
+                ids = named.setdefault(recorded.stream.removeprefix("team/"), set())
+                ids.add(event.task_id)
+                ids.update(getattr(event, "blocked_by", None) or ())
+        self.tasks: dict[_TaskKey, list[Any]] = {
+            (row[0], row[1]): list(row)
+            for team, ids in named.items()
+            for row in select_in(conn, _SELECT_TASKS, list(ids), (team,))
+        }
+        self.created: dict[_TaskKey, None] = {}  # in creation order
+        self.changed: dict[_TaskKey, None] = {}
+        self.teams: dict[str, tuple[Any, ...]] = {}
+
+    def apply(self, recorded: RecordedEvent) -> None:
         event: Any = recorded.event
         team = recorded.stream.removeprefix("team/")
-        key = (team, getattr(event, "task_id", ""))
-        match recorded.type:
-            case "team.created":
-                conn.execute(
-                    "INSERT OR REPLACE INTO teams VALUES (?, ?, ?, ?, ?)",
-                    (
-                        team,
-                        event.name,
-                        event.lead,
-                        json.dumps([m.agent for m in event.members]),
-                        recorded.position,
-                    ),
-                )
-            case "team.task_created":
-                conn.execute(
-                    "INSERT INTO task_boards VALUES (?, ?, ?, ?, ?, '', ?, '', ?)",
-                    (
-                        *key,
-                        event.subject,
-                        event.priority,
-                        "blocked" if event.blocked_by else "pending",
-                        json.dumps(event.blocked_by),
-                        recorded.position,
-                    ),
-                )
-                if event.blocked_by:  # blockers may all be done already
-                    self._unblock_if_free(conn, team, event.task_id, event.blocked_by)
+        if recorded.type == "team.created":
+            members = json.dumps([m.agent for m in event.members])
+            self.teams.pop(team, None)  # replaced: it moves to the end
+            self.teams[team] = (team, event.name, event.lead, members, recorded.position)
+            return
+        key = (team, event.task_id)
+        if recorded.type == "team.task_created":
+            if key in self.tasks:
+                raise sqlite3.IntegrityError(_DUPLICATE)
+            status = "blocked" if event.blocked_by else "pending"
+            blocked_by = json.dumps(event.blocked_by)
+            task = [
+                *key,
+                event.subject,
+                event.priority,
+                status,
+                "",
+                blocked_by,
+                "",
+                recorded.position,
+            ]
+            self.tasks[key] = task
+            self.created[key] = None
+            if event.blocked_by:  # blockers may all be done already
+                self._unblock_if_free(task, team, event.blocked_by)
+        elif (stored := self.tasks.get(key)) is not None:  # else the UPDATE changed nothing
+            self.changed[key] = None
+            self._change(stored, team, recorded.type, event)
+
+    def _change(self, row: list[Any], team: str, tag: str, event: Any) -> None:
+        match tag:
             case "team.task_updated":
                 if event.priority is not None:
-                    conn.execute(
-                        "UPDATE task_boards SET priority = ? WHERE team = ? AND task_id = ?",
-                        (event.priority, *key),
-                    )
+                    row[_PRIORITY] = event.priority
                 if event.blocked_by is not None:
-                    conn.execute(
-                        "UPDATE task_boards SET blocked_by = ?, status = 'blocked' "
-                        "WHERE team = ? AND task_id = ?",
-                        (json.dumps(event.blocked_by), *key),
-                    )
-                    self._unblock_if_free(conn, team, event.task_id, event.blocked_by)
+                    row[_BLOCKED_BY], row[_STATUS] = json.dumps(event.blocked_by), "blocked"
+                    self._unblock_if_free(row, team, event.blocked_by)
             case "team.task_claimed":
-                conn.execute(
-                    "UPDATE task_boards SET status = 'claimed', claimed_by = ? "
-                    "WHERE team = ? AND task_id = ?",
-                    (event.by, *key),
-                )
+                row[_STATUS], row[_CLAIMED_BY] = "claimed", event.by
             case "team.task_completed":
-                conn.execute(
-                    "UPDATE task_boards SET status = 'completed', result = ? "
-                    "WHERE team = ? AND task_id = ?",
-                    (event.result, *key),
-                )
+                row[_STATUS], row[_RESULT] = "completed", event.result
             case "team.task_unblocked":
-                conn.execute(
-                    "UPDATE task_boards SET status = 'pending' WHERE team = ? AND "
-                    "task_id = ? AND status = 'blocked'",
-                    key,
-                )
+                if row[_STATUS] == "blocked":
+                    row[_STATUS] = "pending"
 
-    @staticmethod
-    def _unblock_if_free(
-        conn: sqlite3.Connection, team: str, task_id: str, blockers: list[str]
-    ) -> None:
-        marks = ",".join("?" * len(blockers))
-        open_count = conn.execute(
-            f"SELECT count(*) FROM task_boards WHERE team = ? AND task_id IN ({marks}) AND "
-            "status != 'completed'",
-            (team, *blockers),
-        ).fetchone()[0]
-        if not open_count:
-            conn.execute(
-                "UPDATE task_boards SET status = 'pending' WHERE team = ? AND task_id = ?",
-                (team, task_id),
-            )
+    def _unblock_if_free(self, row: list[Any], team: str, blockers: list[str]) -> None:
+        for blocker in blockers:
+            found = self.tasks.get((team, blocker))
+            if found is not None and found[_STATUS] != "completed":
+                return
+        row[_STATUS] = "pending"
+
+    def write(self, conn: sqlite3.Connection) -> None:
+        conn.executemany(_TEAM, self.teams.values())
+        conn.executemany(_INSERT_TASK, [self.tasks[key] for key in self.created])
+        conn.executemany(
+            _UPDATE_TASK,
+            [(*self.tasks[key][2:8], *key) for key in self.changed if key not in self.created],
+        )
 
 
 class HandoffRoutes:

@@ -11,11 +11,12 @@ import msgspec
 
 from events import RecordedEvent
 
+from .._sql import insert_rows
 from ..readers import Reader, where
 
 __all__ = ["HistoryEntry", "SessionHistory", "SessionHistoryReader"]
 
-_INSERT = "INSERT INTO session_history VALUES (?, ?, ?, ?, ?, ?, ?)"
+_INSERT = "INSERT INTO session_history"
 
 
 class SessionHistory:
@@ -46,17 +47,16 @@ class SessionHistory:
         self.handle_batch(conn, [recorded])
 
     def handle_batch(self, conn: sqlite3.Connection, events: list[RecordedEvent]) -> None:
-        """The same rows as ``handle``, written with one executemany."""
-        rows = []
+        """The same rows as ``handle``, written with multi-row INSERTs."""
+        rows: list[tuple[Any, ...]] = []
+        append = rows.append
         for r in events:
             if r.stream.startswith(_SESSION_STREAMS):
                 if r.type == "session.model_replied" and not r.event.tool_calls:  # type: ignore[union-attr]
                     continue  # a plain reply shows as the turn's completion
                 kind, who, text = _LINES[r.type](r.event, r.stream)
-                rows.append(
-                    (r.position, r.stream, r.correlation_id, kind, who, text, r.recorded_at)
-                )
-        conn.executemany(_INSERT, rows)
+                append((r.position, r.stream, r.correlation_id, kind, who, text, r.recorded_at))
+        insert_rows(conn, _INSERT, rows)
 
 
 _SESSION_STREAMS = ("session/", "subagent/")

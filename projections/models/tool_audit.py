@@ -12,6 +12,7 @@ import msgspec
 
 from events import RecordedEvent
 
+from .._sql import insert_rows
 from ..readers import Reader, where
 
 __all__ = ["AuditReason", "AuditedCall", "ToolAudit", "ToolAuditReader"]
@@ -68,12 +69,11 @@ class AuditReason(msgspec.Struct, frozen=True):
 
 _COLUMNS = AuditedCall.__struct_fields__
 _SELECT = ", ".join(_COLUMNS)
-_UPSERT = (
-    f"INSERT INTO tool_audit ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
-    "ON CONFLICT (stream, turn_id, call_id) DO UPDATE SET "
-    + ", ".join(f"{c} = coalesce(excluded.{c}, tool_audit.{c})" for c in _COLUMNS[4:])
+_UPSERT = f"INSERT INTO tool_audit ({', '.join(_COLUMNS)})"
+_ON_CONFLICT = "ON CONFLICT (stream, turn_id, call_id) DO UPDATE SET " + ", ".join(
+    f"{c} = coalesce(excluded.{c}, tool_audit.{c})" for c in _COLUMNS[4:]
 )
-_REASON = "INSERT INTO tool_audit_reasons VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_REASON = "INSERT INTO tool_audit_reasons"
 _DECIDED = {"allow-once": "approved", "allow-always": "approved"}
 (
     _STATUS,
@@ -143,9 +143,8 @@ class ToolAudit:
             reason = _APPLY[recorded.type](row, event, recorded.recorded_at)
             if reason is not None:
                 reasons.append((recorded.position, *key, event.tool, *reason, recorded.recorded_at))
-        conn.executemany(_UPSERT, calls.values())
-        if reasons:
-            conn.executemany(_REASON, reasons)
+        insert_rows(conn, _UPSERT, list(calls.values()), _ON_CONFLICT)
+        insert_rows(conn, _REASON, reasons)
 
 
 _EMPTY = (None,) * (len(_COLUMNS) - 5)

@@ -2,13 +2,39 @@
 
 from __future__ import annotations
 
+import random
 import sqlite3
 import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
-from events import ANY, EventMetadata, EventStore, RecordedEvent
+from events import ANY, Event, EventMetadata, EventStore, RecordedEvent
+from events.domain.actor import (
+    ActorEscalated,
+    ActorFailed,
+    ActorRestarted,
+    ActorStarted,
+    ActorStopped,
+    DeadLetter,
+)
+from events.domain.mcp import (
+    McpConnected,
+    McpConnecting,
+    McpDisconnected,
+    McpServerConfigured,
+    McpServerEnabledChanged,
+    McpServerRemoved,
+)
 from events.domain.session import TurnCompleted, TurnStarted
+from events.domain.team import (
+    TeamCreated,
+    TeamMember,
+    TeamTaskClaimed,
+    TeamTaskCompleted,
+    TeamTaskCreated,
+    TeamTaskUnblocked,
+    TeamTaskUpdated,
+)
 
 ROOT = Path(__file__).parents[2]
 
@@ -73,6 +99,74 @@ async def write_turns(store: EventStore, stream: str, texts: list[str]) -> list[
             EventMetadata(correlation_id=turn, actor=stream),
         )
     return recorded
+
+
+async def write_state_changes(store: EventStore, appends: int, seed: int = 7) -> int:
+    """Appends of one to three events, in a seeded random order, that change the same
+    rows again and again: tasks created (with blockers, some unknown, some done, some
+    the task itself), updated, claimed, completed and unblocked, teams renamed, actors
+    started, failing and stopping, MCP servers moving between states. Returns the head."""
+    rnd = random.Random(seed)
+    tasks = ["t0"]
+    for step in range(appends):
+        stream, events = _state_change(rnd, step, tasks)
+        await store.append(stream, events, ANY, EventMetadata(actor=stream))
+    return await store.head_position()
+
+
+def _state_change(rnd: random.Random, step: int, tasks: list[str]) -> tuple[str, list[Event]]:
+    kind = rnd.random()
+    if kind < 0.2:
+        path = f"session/a/u{rnd.randrange(4)}"
+        message = "boom " * rnd.randrange(200)
+        return "system/actors", rnd.sample(
+            [
+                ActorStarted(path=path, kind="session"),
+                ActorFailed(path=path, error_type="E", message=message, traceback_digest="d"),
+                ActorRestarted(path=path, attempt=step, delay_s=0.25),
+                ActorEscalated(path=path, error_type="E", failures=3, window_s=1.5, message="m"),
+                ActorStopped(path=path, reason="passivated"),
+                DeadLetter(path=path, message_type="Steer", reason="stopped"),
+            ],
+            rnd.randrange(1, 4),
+        )
+    if kind < 0.3:
+        server = f"srv{rnd.randrange(3)}"
+        return f"mcp/{server}", rnd.sample(
+            [
+                McpServerConfigured(server=server, transport="stdio", enabled=rnd.random() < 0.7),
+                McpServerEnabledChanged(server=server, enabled=rnd.random() < 0.5),
+                McpServerRemoved(server=server),
+                McpConnecting(server=server, attempt=step),
+                McpConnected(server=server, attempt=step, server_name="s", server_version="1"),
+                McpDisconnected(server=server, cause="eof", message=rnd.choice(["", "gone"])),
+            ],
+            rnd.randrange(1, 4),
+        )
+    return f"team/x{rnd.randrange(2)}", [_board_edit(rnd, step, tasks)]
+
+
+def _board_edit(rnd: random.Random, step: int, tasks: list[str]) -> Event:
+    task, kind = rnd.choice(tasks), rnd.random()
+    if kind < 0.3:
+        tasks.append(new := f"t{step}")
+        blockers = rnd.sample(tasks, min(len(tasks), rnd.randrange(3)))
+        return TeamTaskCreated(
+            task_id=new, subject=f"s{step}", priority=step % 4, blocked_by=blockers
+        )
+    if kind < 0.45:
+        blockers = rnd.choice([None, [], rnd.sample(tasks, min(len(tasks), 2)), ["unknown"]])
+        return TeamTaskUpdated(
+            task_id=task, by="lead", priority=rnd.choice([None, 9]), blocked_by=blockers
+        )
+    if kind < 0.6:
+        return TeamTaskClaimed(task_id=task, by=f"m{step % 3}")
+    if kind < 0.8:
+        return TeamTaskCompleted(task_id=task, by="m", result=f"r{step}")
+    if kind < 0.95:
+        return TeamTaskUnblocked(task_id=task)
+    member = TeamMember(agent=f"m{step % 3}")
+    return TeamCreated(team_id="x", name=f"renamed {step}", lead="lead", members=[member])
 
 
 def rows(path: Path, sql: str) -> list[tuple[Any, ...]]:

@@ -8,12 +8,15 @@ import io
 import sqlite3
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
-from events import open_store
-from projections import ALL_PROJECTIONS, ProjectionRunner, ReadModels, rebuild
+from events import ANY, EventMetadata, open_store
+from events.domain.team import TeamTaskCreated
+from projections import ALL_PROJECTIONS, ProjectionRunner, ReadModels, TaskBoards, rebuild
 from projections.testing import dump_tables, write_mixed_log
-from tests.projections.support import TurnTexts, rows, write_turns
+from tests.projections.statement_folds import StatementActorLifecycle, StatementTaskBoards
+from tests.projections.support import TurnTexts, rows, write_state_changes, write_turns
 
 
 def everything() -> list:  # type: ignore[type-arg]
@@ -48,6 +51,72 @@ async def test_a_rebuild_gives_exactly_the_live_read_models(tmp_path: Path) -> N
         rebuilt, "SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
     )
     assert ("tool_audit_tool",) in indexes and ("session_history_stream",) in indexes
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 1000])
+async def test_folding_in_memory_gives_the_rows_of_a_statement_per_event(
+    tmp_path: Path, batch_size: int
+) -> None:
+    # The folds keep rows in memory for a batch: a row changed again and again, across
+    # batch boundaries or within one batch, ends up as the old UPDATE per event left it.
+    store = await open_store(tmp_path / "clawlog.db")
+    folded, rebuilt = tmp_path / "folded.views.db", tmp_path / "rebuilt.views.db"
+    spec = tmp_path / "statements.views.db"
+    try:
+        head = await write_state_changes(store, 600)
+        async with ProjectionRunner(store, folded, everything(), batch_size=batch_size) as runner:
+            assert await runner.catch_up() == head
+            assert {s.status for s in runner.statuses()} == {"ok"}
+        statements = [StatementActorLifecycle(), StatementTaskBoards()]
+        async with ProjectionRunner(store, spec, statements, batch_size=batch_size) as runner:
+            assert await runner.catch_up() == head
+        await rebuild(store, rebuilt, everything(), show_progress=False)
+    finally:
+        await store.close()
+    tables, expected = dump_tables(folded), dump_tables(spec)
+    assert tables == dump_tables(rebuilt)
+    for table in ("actor_lifecycle", "actor_incidents", "task_boards", "teams"):
+        assert tables[table] == expected[table], table
+    assert {row[4] for row in tables["task_boards"]} == {
+        "pending",
+        "blocked",
+        "claimed",
+        "completed",
+    }
+    assert {row[2] for row in tables["actor_lifecycle"]} >= {"running", "failed", "stopped"}
+
+
+async def test_a_task_created_twice_fails_the_boards_with_sqlites_own_error(
+    tmp_path: Path,
+) -> None:
+    store = await open_store(tmp_path / "clawlog.db")
+    try:
+        await store.append(
+            "team/x", [TeamTaskCreated(task_id="t1", subject="a")], ANY, EventMetadata()
+        )
+        again = await store.append(
+            "team/x",
+            [
+                TeamTaskCreated(task_id="t2", subject="b"),
+                TeamTaskCreated(task_id="t1", subject="c"),
+            ],
+            ANY,
+            EventMetadata(),
+        )
+        async with ProjectionRunner(store, tmp_path / "v.db", [TaskBoards()]) as runner:
+            await runner.catch_up()
+            [status] = runner.statuses()
+    finally:
+        await store.close()
+    assert (status.status, status.failed_at, status.position) == ("failed", 3, 2)
+    assert status.error == (
+        "IntegrityError: UNIQUE constraint failed: task_boards.team, task_boards.task_id"
+    )
+    assert again[0].position == 2  # the task before it on the same batch was applied
+    assert rows(tmp_path / "v.db", "SELECT task_id, subject FROM task_boards ORDER BY 1") == [
+        ("t1", "a"),
+        ("t2", "b"),
+    ]
 
 
 async def test_a_rebuild_swaps_into_the_live_file_in_one_transaction(tmp_path: Path) -> None:
