@@ -3,7 +3,6 @@ swapped in atomically, with a progress bar; a live runner survives a swap."""
 
 from __future__ import annotations
 
-import asyncio
 import io
 import sqlite3
 from pathlib import Path
@@ -197,6 +196,5 @@ async def test_rebuilding_an_empty_log(tmp_path: Path) -> None:
         assert await rebuild(store, tmp_path / "v.db", everything(), show_progress=False) == 0
         async with ReadModels(tmp_path / "v.db") as models:
             assert {s.position for s in (await models.statuses()).values()} == {0}
-        await asyncio.sleep(0)
     finally:
         await store.close()
