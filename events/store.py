@@ -20,10 +20,13 @@ from .subscription import Subscription
 
 __all__ = [
     "ANY",
+    "DECODE_ERRORS",
     "DEFAULT_MAX_PAYLOAD_BYTES",
     "NO_STREAM",
     "EventStore",
     "Snapshot",
+    "decode_row",
+    "recorded_from_row",
     "validate_stream",
 ]
 
@@ -31,7 +34,8 @@ S = TypeVar("S")
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 _MAX_EVENTS_PER_APPEND = 10_000
 _MAX_REMEMBERED_STREAMS = 100_000
-_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, TypeError, ValueError)
+#: What decoding a stored payload raises when it does not match its tag.
+DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, TypeError, ValueError)
 _STREAM_NAME = re.compile(r"[A-Za-z0-9_.:@+=#~,>-]+(?:/[A-Za-z0-9_.:@+=#~,>-]+)*")
 _log = structlog.get_logger("clawlog.events")
 
@@ -135,12 +139,12 @@ class EventStore:
             records = [self._encode(stream, event)]
             stored = await self.backend.append(stream, records, expected_version, metadata)
             if stored[0].payload is records[0].payload:  # fresh: reuse the objects
-                return [_envelope(stored[0], event)]
+                return [recorded_from_row(stored[0], event)]
             return self._decode_all(stored)
         records = [self._encode(stream, event) for event in events]
         stored = await self.backend.append(stream, records, expected_version, metadata)
         if stored and stored[0].payload is records[0].payload:  # fresh: reuse the objects
-            return [_envelope(r, e) for r, e in zip(stored, events, strict=True)]
+            return [recorded_from_row(r, e) for r, e in zip(stored, events, strict=True)]
         return self._decode_all(stored)
 
     def _remember_stream(self, stream: object) -> None:
@@ -269,28 +273,33 @@ class EventStore:
                 )
                 for r in rows
             ]
-        except _DECODE_ERRORS:
-            return [self._decode(r) for r in rows]  # raises CorruptEvent for the bad row
+        except DECODE_ERRORS:
+            # decode_row raises CorruptEvent for the bad row
+            return [decode_row(self.registry, r) for r in rows]
         get = classes.get
         for i, recorded in enumerate(decoded):
             cls = type(recorded.event)
             if get(recorded.type) is not cls or recorded.schema_version < cls.schema_version:  # type: ignore[union-attr]
-                decoded[i] = self._decode(rows[i])
+                decoded[i] = decode_row(self.registry, rows[i])
         return decoded
-
-    def _decode(self, row: StoredRecord) -> RecordedEvent:
-        try:
-            event = self.registry.decode(row.type, row.schema_version, row.payload)
-        except _DECODE_ERRORS as exc:
-            raise CorruptEvent(row.position, row.stream, row.type, str(exc)) from exc
-        return _envelope(row, event)
 
     def _check_open(self) -> None:
         if self._closed:
             raise StoreClosed("the event store is closed")
 
 
-def _envelope(row: StoredRecord, event: Any) -> RecordedEvent:
+def decode_row(registry: EventRegistry, row: StoredRecord) -> RecordedEvent:
+    """Decode one stored row through ``registry`` (upcasters, unknown tags); a payload
+    that does not decode raises :class:`CorruptEvent` naming the row's position."""
+    try:
+        event = registry.decode(row.type, row.schema_version, row.payload)
+    except DECODE_ERRORS as exc:
+        raise CorruptEvent(row.position, row.stream, row.type, str(exc)) from exc
+    return recorded_from_row(row, event)
+
+
+def recorded_from_row(row: StoredRecord, event: Any) -> RecordedEvent:
+    """The envelope of ``row`` around its already decoded ``event``."""
     return RecordedEvent(
         position=row.position,
         stream=row.stream,

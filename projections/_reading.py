@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import msgspec
-
 from events import CorruptEvent, EventRegistry, EventStore, RecordedEvent
 from events.envelope import StoredRecord
+from events.store import DECODE_ERRORS, decode_row, recorded_from_row
 
 from ._apply import Batch, CorruptRow
 from .base import Projection
@@ -74,10 +73,10 @@ class ReadPlan:
             try:
                 current = cls is not None and row.schema_version >= cls.schema_version
                 event = decode(row.payload) if current else None
-            except _DECODE_ERRORS:
+            except DECODE_ERRORS:
                 event = None  # the registry below says how it is corrupt
             if cls is not None and type(event) is cls:
-                recorded: RecordedEvent | CorruptRow = _envelope(row, event)
+                recorded: RecordedEvent | CorruptRow = recorded_from_row(row, event)
             else:
                 recorded = _decode_or_mark(registry, row)
                 clean = clean and type(recorded) is not CorruptRow
@@ -130,36 +129,8 @@ def _union(wanted: list[frozenset[str] | None]) -> list[str] | None:
     return sorted(tags)
 
 
-_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, TypeError, ValueError)
-
-
 def _decode_or_mark(registry: EventRegistry, row: StoredRecord) -> RecordedEvent | CorruptRow:
     try:
-        return _decode(registry, row)
+        return decode_row(registry, row)
     except CorruptEvent as exc:
         return CorruptRow(row.position, exc)
-
-
-def _decode(registry: EventRegistry, row: StoredRecord) -> RecordedEvent:
-    """What ``EventStore.read_all`` does per row, for the rows a projection decodes."""
-    try:
-        event = registry.decode(row.type, row.schema_version, row.payload)
-    except _DECODE_ERRORS as exc:
-        raise CorruptEvent(row.position, row.stream, row.type, str(exc)) from exc
-    return _envelope(row, event)
-
-
-def _envelope(row: StoredRecord, event: Any) -> RecordedEvent:
-    return RecordedEvent(
-        position=row.position,
-        stream=row.stream,
-        version=row.version,
-        type=row.type,
-        event=event,
-        recorded_at=row.recorded_at,
-        correlation_id=row.correlation_id,
-        causation_id=row.causation_id,
-        actor=row.actor,
-        idempotency_key=row.idempotency_key,
-        schema_version=row.schema_version,
-    )
