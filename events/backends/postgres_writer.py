@@ -126,36 +126,12 @@ class PostgresWriter:
                 if conn is None or conn.is_closed():
                     conn = await asyncpg.connect(self._url)
                 outcomes = await self._write(conn, batch)
-        except TimeoutError:
-            self._forget(batch)
-            if conn is not None:
-                conn.terminate()
-            conn = None
-            failure: EventStoreError = StoreUnavailable(
-                f"PostgreSQL did not answer the append within {self._timeout} s (it may "
-                "have been written); retry with the same idempotency key"
-            )
-            outcomes = [failure] * len(batch)
-        except UNAVAILABLE as exc:
-            self._forget(batch)
-            if conn is not None:
-                conn.terminate()
-            conn = None
-            failure = StoreUnavailable(
-                f"PostgreSQL connection lost during append: {exc}; "
-                "retry with the same idempotency key"
-            )
-            outcomes = [failure] * len(batch)
-        except asyncpg.PostgresError as exc:
-            self._forget(batch)
-            outcomes = [EventStoreError(f"append failed: {exc}")] * len(batch)
         except Exception as exc:  # never leave a caller waiting; the link may be broken
             self._forget(batch)
-            if conn is not None:
+            if conn is not None and not _refused_by_server(exc):
                 conn.terminate()
-            conn = None
-            _log.warning("append batch failed", error=repr(exc), requests=len(batch))
-            outcomes = [EventStoreError(f"append failed: {exc!r}")] * len(batch)
+                conn = None
+            outcomes = [self._failure(exc, len(batch))] * len(batch)
         finally:
             self._conn = conn
         for request, outcome in zip(batch, outcomes, strict=True):
@@ -165,6 +141,24 @@ class PostgresWriter:
                 request.future.set_exception(outcome)
             else:
                 request.future.set_result(outcome)
+
+    def _failure(self, exc: Exception, requests: int) -> EventStoreError:
+        """What every caller of a failed batch gets: its outcome is unknown unless the
+        server refused the statement."""
+        if isinstance(exc, TimeoutError):
+            return StoreUnavailable(
+                f"PostgreSQL did not answer the append within {self._timeout} s (it may "
+                "have been written); retry with the same idempotency key"
+            )
+        if isinstance(exc, UNAVAILABLE):
+            return StoreUnavailable(
+                f"PostgreSQL connection lost during append: {exc}; "
+                "retry with the same idempotency key"
+            )
+        if isinstance(exc, asyncpg.PostgresError):
+            return EventStoreError(f"append failed: {exc}")
+        _log.warning("append batch failed", error=repr(exc), requests=requests)
+        return EventStoreError(f"append failed: {exc!r}")
 
     async def _write(self, conn: asyncpg.Connection, batch: list[_Request]) -> list[Any]:
         now, columns = time.time(), _columns(batch)
@@ -304,6 +298,11 @@ class PostgresWriter:
             return await self._read_span(a, b)
         except EventStoreError as exc:
             return exc
+
+
+def _refused_by_server(exc: Exception) -> bool:
+    """The server answered with an error: the connection is still good."""
+    return isinstance(exc, asyncpg.PostgresError) and not isinstance(exc, UNAVAILABLE)
 
 
 def _columns(batch: list[_Request]) -> list[list[Any]]:

@@ -60,11 +60,10 @@ class SqliteBackend:
         self._poll_interval = poll_interval
         self._lock = WriterLock(self.path)
         self._thread: WriterThread | None = None
-        self._submit: Callable[[AppendRequest | SnapshotRequest], None] = _closed
+        self._submit: Callable[[AppendRequest | SnapshotRequest], None] = _not_open
         self._reader: aiosqlite.Connection | None = None
         self._batch: BatchWriter | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._new_future: Callable[[], asyncio.Future[Any]] = _no_future
+        self._new_future: Callable[[], asyncio.Future[Any]] = _not_open
         self._head = 0
         self._head_changed: asyncio.Event | None = None  # made only when someone waits
         self._state: Literal["unopened", "open", "closed"] = "unopened"
@@ -95,8 +94,7 @@ class SqliteBackend:
 
     async def _open_writer(self) -> None:
         self._batch = BatchWriter(self._max_batch)
-        self._loop = asyncio.get_running_loop()
-        self._new_future = self._loop.create_future
+        self._new_future = asyncio.get_running_loop().create_future
         self._thread = WriterThread(str(self.path), self.synchronous, self._batch, self._resolve)
         self._submit = self._thread.submit
         self._head = await self._thread.start()
@@ -212,9 +210,7 @@ class SqliteBackend:
         return await self._fetch(sql, params)
 
     async def _fetch(self, sql: str, params: Sequence[Any]) -> list[StoredRecord]:
-        reader = self._check_readable()
-        rows = await call_on_thread(reader, _fetch_records, sql, params)
-        return rows
+        return await call_on_thread(self._check_readable(), _fetch_records, sql, params)
 
     async def stream_version(self, stream: str) -> int:
         reader = self._check_readable()
@@ -286,11 +282,8 @@ async def _connect(database: str, *, uri: bool = False) -> aiosqlite.Connection:
         raise EventStoreError(f"cannot open {database}: {exc}") from exc
 
 
-def _closed(request: AppendRequest | SnapshotRequest) -> None:
-    raise StoreClosed("the store is not open for writing")
-
-
-def _no_future() -> asyncio.Future[Any]:
+def _not_open(*_: object) -> Any:
+    """Stands in for the writer's submit and future factory until the store is open."""
     raise StoreClosed("the store is not open for writing")
 
 
