@@ -123,12 +123,21 @@ async def clawlog_append(path: Path, n: int, producers: int) -> Rate:
 
 # -- 3. the peer ----------------------------------------------------------------------
 def eventsourcing_sqlite(path: Path, n: int, per_save: int) -> Rate:
-    from eventsourcing.persistence import StoredEvent
     from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
 
     datastore = SQLiteDatastore(str(path))
     recorder = SQLiteApplicationRecorder(datastore)
     recorder.create_table()
+    per_s = eventsourcing_insert(recorder, n, per_save)
+    datastore.close()
+    return Rate(per_s)
+
+
+def eventsourcing_insert(recorder: Any, n: int, per_save: int) -> float:
+    """Events/s of ``recorder.insert_events`` writing the same rows as every contender,
+    ``per_save`` a call (shared with the PostgreSQL section)."""
+    from eventsourcing.persistence import StoredEvent
+
     data = payloads(n)
     ids = [uuid.uuid4() for _ in range(STREAMS)]
     events = [
@@ -143,9 +152,7 @@ def eventsourcing_sqlite(path: Path, n: int, per_save: int) -> Rate:
     started = time.perf_counter()
     for start in range(0, n, per_save):
         recorder.insert_events(events[start : start + per_save])
-    elapsed = time.perf_counter() - started
-    datastore.close()
-    return Rate(n / elapsed)
+    return n / (time.perf_counter() - started)
 
 
 # -- 4. reading -----------------------------------------------------------------------
@@ -216,8 +223,7 @@ def run(n: int, single: int, rounds: int) -> dict[str, Rate]:
 
 
 def median(rates: list[Rate]) -> Rate:
-    middle = sorted(rates, key=lambda r: r.per_s)[len(rates) // 2]
-    return middle
+    return sorted(rates, key=lambda r: r.per_s)[len(rates) // 2]
 
 
 def report(r: dict[str, Rate], pg: dict[str, float], n: int, single: int, rounds: int) -> None:

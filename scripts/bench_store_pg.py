@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_store import STREAMS, Measured, payloads
+from bench_store import STREAMS, Measured, event, eventsourcing_insert
 
 from events import ANY, EventRegistry, open_store
 from events.backends.postgres import PostgresBackend
@@ -37,27 +37,23 @@ async def clawlog_pg(url: str, n: int, producers: int) -> float:
 
     async def producer(k: int) -> None:
         for i in range(per):
-            await store.append(
-                f"stream-{(k * per + i) % STREAMS}",
-                [Measured(sensor=f"s{i % 97}", value=i * 0.5)],
-                ANY,
-            )
+            g = k * per + i
+            await store.append(f"stream-{g % STREAMS}", [event(g)], ANY)
 
     started = time.perf_counter()
     await asyncio.gather(*(producer(k) for k in range(producers)))
     elapsed = time.perf_counter() - started
     await store.close()
-    await _drop_schema(url, schema)
+    await _execute(url, f"DROP SCHEMA {schema} CASCADE")
     return per * producers / elapsed
 
 
 def eventsourcing_pg(url: str, n: int, per_save: int) -> float:
-    from eventsourcing.persistence import StoredEvent
     from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 
     parts = urlparse(url)
     es_schema = f"es_{uuid.uuid4().hex[:8]}"
-    asyncio.run(_create_schema(url, es_schema))
+    asyncio.run(_execute(url, f"CREATE SCHEMA {es_schema}"))
     datastore = PostgresDatastore(
         dbname=parts.path.lstrip("/"),
         host=parts.hostname or "127.0.0.1",
@@ -68,39 +64,17 @@ def eventsourcing_pg(url: str, n: int, per_save: int) -> float:
     )
     recorder = PostgresApplicationRecorder(datastore)
     recorder.create_table()
-    data = payloads(n)
-    ids = [uuid.uuid4() for _ in range(STREAMS)]
-    events = [
-        StoredEvent(
-            originator_id=ids[i % STREAMS],
-            originator_version=i // STREAMS + 1,
-            topic="bench:Measured",
-            state=data[i],
-        )
-        for i in range(n)
-    ]
-    started = time.perf_counter()
-    for start in range(0, n, per_save):
-        recorder.insert_events(events[start : start + per_save])
-    elapsed = time.perf_counter() - started
+    per_s = eventsourcing_insert(recorder, n, per_save)
     datastore.close()
-    asyncio.run(_drop_schema(url, es_schema))
-    return n / elapsed
+    asyncio.run(_execute(url, f"DROP SCHEMA {es_schema} CASCADE"))
+    return per_s
 
 
-async def _create_schema(url: str, schema: str) -> None:
+async def _execute(url: str, sql: str) -> None:
     import asyncpg
 
     conn = await asyncpg.connect(url)
-    await conn.execute(f"CREATE SCHEMA {schema}")
-    await conn.close()
-
-
-async def _drop_schema(url: str, schema: str) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(url)
-    await conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    await conn.execute(sql)
     await conn.close()
 
 
