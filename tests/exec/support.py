@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
-from events import ANY, Event, EventStore
 from tools import ToolContext
+
+from ..workspace.support import StoreRecorder
+
+__all__ = ["StoreRecorder", "alive", "context", "live_group_members"]
 
 
 def context(workspace: Path, **values: object) -> ToolContext:
@@ -44,14 +46,3 @@ def live_group_members(pgid: int) -> list[int]:
         if int(fields[2]) == pgid and fields[0] != "Z":
             found.append(int(entry))
     return found
-
-
-class StoreRecorder:
-    def __init__(self, store: EventStore) -> None:
-        self.store = store
-
-    async def __call__(self, stream: str, events: Sequence[Event]) -> object:
-        return await self.store.append(stream, list(events), expected_version=ANY)
-
-    async def types(self, stream: str) -> list[str]:
-        return [r.type for r in await self.store.read_stream(stream)]

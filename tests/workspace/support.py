@@ -31,6 +31,9 @@ class StoreRecorder:
     async def stream(self, name: str) -> list[Event]:
         return [r.event for r in await self.store.read_stream(name)]  # type: ignore[misc]
 
+    async def types(self, stream: str) -> list[str]:
+        return [r.type for r in await self.store.read_stream(stream)]
+
 
 class Bench:
     """File tools over one workspace, called by name."""

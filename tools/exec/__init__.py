@@ -25,7 +25,7 @@ from .errors import (
     SandboxRefused,
     UnknownProcess,
 )
-from .host import RUN_ID_ENV, HostProcess, group_members, kill_tree, sweep_run
+from .host import RUN_ID_ENV, HostProcess, kill_tree, sweep_run
 from .output import OutputBuffer, clip
 from .patterns import DANGEROUS, DENY, INJECTION, NEVER_AUTO_APPROVE, CommandPattern
 from .process_tool import ALLOWED_SIGNALS, ProcessTool
@@ -68,7 +68,6 @@ __all__ = [
     "clip",
     "command_env",
     "exec_tools",
-    "group_members",
     "kill_tree",
     "match_deny",
     "parse",

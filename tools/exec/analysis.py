@@ -21,6 +21,8 @@ command whose name comes from a variable or substitution needs approval.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
 from .expand import expanded_views
@@ -77,18 +79,19 @@ class CommandVerdict(NamedTuple):
         return "allowed"
 
 
+@functools.lru_cache(maxsize=256)
 def analyze(command: str) -> CommandVerdict:
     """The verdict on one command line: the first deny, else the first approval, else
-    allow."""
+    allow. Cached: one call is analyzed by the approval step, the approval check and the
+    run."""
     if "\x00" in command:
         return CommandVerdict("deny", "injection", "null byte", repr(command[:200]))
-    parsed = parse(command)
+    parsed, free, anchored = _prepared(command)
     if parsed.error is not None:
         return CommandVerdict("deny", "structure", f"unparseable: {parsed.error}", command[:200])
     if parsed.too_deep:
         label = f"nested deeper than {MAX_DEPTH} levels"
         return CommandVerdict("deny", "structure", label, command[:200])
-    free, anchored = _views(parsed)
     for table in (DENY, DANGEROUS, INJECTION):
         found = _match(table, free, anchored)
         if found is not None:
@@ -110,8 +113,7 @@ def match_deny(command: str) -> tuple[CommandPattern, str] | None:
     """The first pattern of :data:`DENY` that any view of ``command`` matches, with the
     view (the evidence); text piped into a shell by ``curl``, ``wget`` or ``base64``
     counts as their pattern. A command the lexer cannot read is matched as written."""
-    parsed = parse(command)
-    free, anchored = _views(parsed)
+    parsed, free, anchored = _prepared(command)
     found = _match(DENY, free, anchored)
     if found is not None:
         return found
@@ -122,7 +124,16 @@ def match_deny(command: str) -> tuple[CommandPattern, str] | None:
     return None
 
 
-def _views(parsed: ParsedCommand) -> tuple[list[str], list[str]]:
+@functools.lru_cache(maxsize=256)
+def _prepared(command: str) -> tuple[ParsedCommand, tuple[str, ...], tuple[str, ...]]:
+    """``command`` parsed, with its views (shared by :func:`analyze` and
+    :func:`match_deny`, which both see every command-tool call)."""
+    parsed = parse(command)
+    free, anchored = _views(parsed)
+    return parsed, free, anchored
+
+
+def _views(parsed: ParsedCommand) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(views any pattern may match anywhere in, single-command views for anchored ones)."""
     commands = [inv.text() for inv in parsed.invocations]
     commands += [view for inv in parsed.invocations for view in expanded_views(inv.argv)]
@@ -131,11 +142,11 @@ def _views(parsed: ParsedCommand) -> tuple[list[str], list[str]]:
     pipelines = [" | ".join(inv.text() for inv in p) for p in parsed.pipelines]
     free = [source for _, source in parsed.sources] + commands + wrapped + pipelines
     free.append(" ; ".join(pipelines))
-    return list(dict.fromkeys(free)), list(dict.fromkeys(commands))
+    return tuple(dict.fromkeys(free)), tuple(dict.fromkeys(commands))
 
 
 def _match(
-    table: tuple[CommandPattern, ...], free: list[str], anchored: list[str]
+    table: tuple[CommandPattern, ...], free: Sequence[str], anchored: Sequence[str]
 ) -> tuple[CommandPattern, str] | None:
     for pattern in table:
         views = anchored if pattern.anchored else free

@@ -29,7 +29,7 @@ import structlog
 
 from .output import OutputBuffer
 
-__all__ = ["RUN_ID_ENV", "HostProcess", "group_members", "kill_tree", "sweep_run"]
+__all__ = ["RUN_ID_ENV", "HostProcess", "kill_tree", "sweep_run"]
 
 _log = structlog.get_logger("clawlog.tools.exec")
 #: After the leader exits, how long its output may still take to arrive.
@@ -42,25 +42,34 @@ RUN_ID_ENV = "CLAWLOG_RUN_ID"
 _SWEEP_ROUNDS = 8
 
 
+def _pids() -> list[int]:
+    """The pid of every process (the numbered entries of ``/proc``)."""
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+
+
 def _proc_table() -> dict[int, tuple[int, int]]:
     """pid -> (ppid, pgid) of every process."""
     table: dict[int, tuple[int, int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    for pid in _pids():
         try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
                 raw = handle.read()
         except OSError:
             continue
         fields = raw[raw.rfind(b")") + 2 :].split()
-        table[int(entry)] = (int(fields[1]), int(fields[2]))
+        table[pid] = (int(fields[1]), int(fields[2]))
     return table
 
 
-def group_members(pgid: int) -> list[int]:
-    """Live or zombie processes of process group ``pgid``."""
-    return [pid for pid, (_, group) in _proc_table().items() if group == pgid]
+def _group_alive(pgid: int) -> bool:
+    """Whether process group ``pgid`` still has a member (no ``/proc`` scan)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a member we may not signal: it exists
+        pass
+    return True
 
 
 def _tree(leader: int, descendants: bool = True) -> set[int]:
@@ -88,6 +97,8 @@ async def kill_tree(
     return once they have all died (pidfds tell, no polling). Once the leader has been
     reaped its pid may be reused: then pass ``descendants=False`` (its group id stays
     reserved while any member lives, a parent-child walk from its pid does not)."""
+    if not descendants and not _group_alive(leader):
+        return  # the common end of a run: the group is empty, no /proc scan needed
     victims = _tree(leader, descendants) | ({leader} if descendants else set())
     pidfds = []
     for pid in victims:
@@ -110,11 +121,7 @@ def _marked(marker: bytes) -> list[int]:
     """Pids of the processes whose environment holds ``marker`` (``NAME=value``). Only
     our own uid's processes are readable (unless we are root); a process that is gone,
     unreadable or a zombie (its environment is empty) is not listed."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and _has_marker(int(entry), marker):
-            found.append(int(entry))
-    return found
+    return [pid for pid in _pids() if _has_marker(pid, marker)]
 
 
 def _has_marker(pid: int, marker: bytes) -> bool:
