@@ -30,27 +30,42 @@ from .errors import ReplayError
 __all__ = ["STATE_FOLDS", "StateFold", "fold_for", "stream_state_as_of"]
 
 
+Apply = Callable[[Any, Event], Any]
+
+
 @dataclass(frozen=True, slots=True)
 class StateFold:
-    """The state of one kind of stream: a fresh initial state and the fold of one event."""
+    """The state of one kind of stream: a fresh initial state, and a fresh fold of one
+    event for each pass over the stream (a fold may keep state beside the stream's)."""
 
     prefix: str
     what: str
     initial: Callable[[], Any]
-    apply: Callable[[Any, Event], Any]
+    new_apply: Callable[[], Apply]
 
 
-def _session(state: SessionState, event: Event) -> SessionState:
+def _session_fold() -> Apply:
+    # One reader for the whole pass: it folds the approval state the session keeps.
     reader = PipelineGateway(AgentConfig(key="replay"), [])
-    return apply_session_event(state, event, reader.read_event)
+
+    def apply(state: SessionState, event: Event) -> SessionState:
+        return apply_session_event(state, event, reader.read_event)
+
+    return apply
+
+
+def _stateless(apply: Apply) -> Callable[[], Apply]:
+    return lambda: apply
 
 
 STATE_FOLDS: tuple[StateFold, ...] = (
-    StateFold("team/", "task board", BoardState, apply_board_event),
-    StateFold("session/", "conversation", SessionState, _session),
-    StateFold("handoff/", "handoff route", RouteState, apply_route_event),
-    StateFold("agent/", "agent config and subagent tasks", AgentState, apply_agent_event),
-    StateFold("link/", "delegation link", LinkState, apply_link_event),
+    StateFold("team/", "task board", BoardState, _stateless(apply_board_event)),
+    StateFold("session/", "conversation", SessionState, _session_fold),
+    StateFold("handoff/", "handoff route", RouteState, _stateless(apply_route_event)),
+    StateFold(
+        "agent/", "agent config and subagent tasks", AgentState, _stateless(apply_agent_event)
+    ),
+    StateFold("link/", "delegation link", LinkState, _stateless(apply_link_event)),
 )
 
 
@@ -68,14 +83,10 @@ async def stream_state_as_of(
     """The state of ``stream`` folded up to and including ``position`` (None: the head).
     Events of tags this process does not know are skipped."""
     fold = fold_for(stream)
-    session_reader = PipelineGateway(AgentConfig(key="replay"), [])
+    apply_event = fold.new_apply()
 
     def apply(state: Any, recorded: RecordedEvent) -> Any:
         event = recorded.event
-        if not isinstance(event, Event):
-            return state
-        if fold.prefix == "session/":  # one reader for the whole fold (approval state)
-            return apply_session_event(state, event, session_reader.read_event)
-        return fold.apply(state, event)
+        return apply_event(state, event) if isinstance(event, Event) else state
 
     return await state_as_of(store, stream, apply, fold.initial(), position=position)
