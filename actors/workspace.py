@@ -42,6 +42,7 @@ from tools.workspace import workspace_tools as file_tools
 
 from .agents.config import AgentConfig
 from .agents.prompt import PromptBuilder
+from .agents.session_lifecycle import SESSION_END_HOOKS
 from .models.base import Model
 from .runtime import ActorHandle
 
@@ -51,8 +52,6 @@ if TYPE_CHECKING:
 __all__ = ["SESSION_END_HOOKS", "AgentWorkspaces"]
 
 _log = structlog.get_logger("clawlog.workspace")
-#: ``runtime.services`` key: callables ``(agent, session_key)`` a stopping Session calls.
-SESSION_END_HOOKS = "session_end_hooks"
 _FOLDED = (
     "workspace.context_file_written",
     "workspace.context_file_deleted",

@@ -15,7 +15,10 @@ from .messages import ResumeTurn
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ["TurnLifecycle"]
+__all__ = ["SESSION_END_HOOKS", "TurnLifecycle"]
+
+#: ``runtime.services`` key: callables ``(agent, session_key)`` a stopping Session calls.
+SESSION_END_HOOKS = "session_end_hooks"
 
 
 class TurnLifecycle:
@@ -61,7 +64,7 @@ class TurnLifecycle:
                 reply.set_error(ActorDead(f"{self.path} stopped before this message's turn began"))
         # The session ended: what tools keep per session (background processes, a sandbox
         # container) is released by the hooks registered here (actors.workspace).
-        for hook in list(self.runtime.services.get("session_end_hooks", ())):
+        for hook in list(self.runtime.services.get(SESSION_END_HOOKS, ())):
             try:
                 hook(self.config.key, self.session_key)
             except Exception as exc:

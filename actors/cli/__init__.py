@@ -90,11 +90,12 @@ async def _run(args: argparse.Namespace) -> int:
             case "delegations":
                 await readers.delegations(store, overdue=args.overdue, as_json=args.json)
             case "rebuild":
-                from pathlib import Path
-
                 from projections import ALL_PROJECTIONS, rebuild
 
-                views = args.views or str(Path(args.db).with_suffix(".views.db"))
+                from .views import default_views_path
+
+                # The file the readers query (PostgreSQL logs keep theirs under ~/.cache).
+                views = args.views or str(default_views_path(store))
                 head = await rebuild(
                     store, views, [p() for p in ALL_PROJECTIONS], show_progress=not args.json
                 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -19,9 +19,11 @@ from events import EventStore
 from projections import TimelineQuery
 from projections.replay import timeline
 
-from ..replay import ReplayError, RerunReport, deny_tools, rerun, stream_state_as_of
 from .logfile import CliError
 from .render import console, emit_json, table
+
+if TYPE_CHECKING:
+    from ..replay import RerunReport
 
 __all__ = ["add_replay_arguments", "parse_time", "replay"]
 
@@ -61,6 +63,9 @@ def parse_time(text: str) -> float:
 
 async def replay(store: EventStore, args: argparse.Namespace) -> int:
     """Run the replay command; the exit status is 1 when a re-run diverged, else 0."""
+    # Imported here: every command builds this module's parser, few run the engine.
+    from ..replay import ReplayError
+
     try:
         if args.rerun is not None:
             if args.as_of is not None or _filters(args):
@@ -115,6 +120,8 @@ async def _timeline(store: EventStore, args: argparse.Namespace) -> None:
 async def _as_of(store: EventStore, stream: str, position: int, *, as_json: bool) -> None:
     if position < 1:
         raise CliError("--as-of takes a log position (1 or more)")
+    from ..replay import stream_state_as_of
+
     found = await stream_state_as_of(store, stream, position=position)
     if found.events == 0:
         raise CliError(f"nothing is recorded on {stream!r} up to position {position}")
@@ -155,6 +162,8 @@ def _message_text(message: dict[str, Any]) -> str:
 
 
 async def _rerun(store: EventStore, args: argparse.Namespace) -> int:
+    from ..replay import deny_tools, rerun
+
     agent, session_key = args.rerun
     if args.from_turn < 1 or (args.to_turn is not None and args.to_turn < args.from_turn):
         raise CliError("--from-turn starts at 1 and --to-turn is not before it")

@@ -2,9 +2,10 @@
 
 The readers (``history``, ``board``, ``routes``, ``audit``, ``delegations``) query the
 projections' read models rather than folding the log themselves, as any dashboard would.
-Before a command reads, a projection runner brings the read-model file up to the log's
-head: ``clawlog.views.db`` next to an SQLite log (created on first use, then only the new
-events are applied), or a per-database file under ``~/.cache/clawlog`` for PostgreSQL.
+Before a command reads, a projection runner brings the read model it queries up to the
+log's head: in ``clawlog.views.db`` next to an SQLite log (created on first use, then only
+the new events are applied), or a per-database file under ``~/.cache/clawlog`` for
+PostgreSQL.
 Where that file cannot be written (a read-only copy of a log), the models are built in a
 temporary file instead. The log itself is never written.
 """
@@ -64,11 +65,15 @@ async def read_models(
 
 
 async def _catch_up(store: EventStore, path: Path, needs: str) -> None:
-    async with ProjectionRunner(store, path, [p() for p in ALL_PROJECTIONS]) as runner:
+    # Only the read model the command queries: each keeps its own checkpoint, so the
+    # others catch up whenever a command reads them (and reads only their event types).
+    wanted = [p() for p in ALL_PROJECTIONS if p.name == needs]
+    if not wanted:
+        raise ValueError(f"no read model named {needs!r}")
+    async with ProjectionRunner(store, path, wanted) as runner:
         await runner.catch_up()
-        statuses = {s.name: s for s in runner.statuses()}
-    status = statuses.get(needs)
-    if status is not None and status.status == "failed":
+        [status] = runner.statuses()
+    if status.status == "failed":
         raise CliError(
             f"read model {needs!r} failed at position {status.failed_at}: {status.error} "
             "(run `clawlog rebuild` once the cause is fixed)"
