@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import pykka
 
-from events import Event, EventMetadata, VersionConflict
-from events.domain.actor import ActorEscalated, ActorFailed, ActorRestarted
+from clawlog.events import Event, EventMetadata, VersionConflict
+from clawlog.events.domain.actor import ActorEscalated, ActorFailed, ActorRestarted
 
 from ._bridge import AskEnvelope, LoopReply, ThreadReply
 from .errors import ActorDead

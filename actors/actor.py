@@ -21,8 +21,8 @@ from typing import Any, ClassVar, Generic, TypeVar
 import pykka
 import structlog
 
-from events import Event, EventMetadata, RecordedEvent, VersionConflict
-from events.domain.actor import (
+from clawlog.events import Event, EventMetadata, RecordedEvent, VersionConflict
+from clawlog.events.domain.actor import (
     ActorEvent,
     ActorStarted,
     ActorStopped,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from events.domain.actor import DeadLetter
+from clawlog.events.domain.actor import DeadLetter
 
 from .actor import EventSourcedActor
 from .messages import Message

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from events import EventMetadata, EventStore, RecordedEvent, Snapshot, Subscription
+from clawlog.events import EventMetadata, EventStore, RecordedEvent, Snapshot, Subscription
 
 from ._bridge import Hub
 

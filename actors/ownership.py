@@ -18,7 +18,7 @@ from typing import Any
 
 import structlog
 
-from events.backends.base import LeaseBackend
+from clawlog.events.backends.base import LeaseBackend
 
 from .errors import ActorError
 

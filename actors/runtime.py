@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import pykka
 import structlog
 
-from events import EventStore
+from clawlog.events import EventStore
 
 from ._bridge import Hub, ask_async, ask_blocking
 from .errors import ActorDead, SystemClosed

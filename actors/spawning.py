@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from events import validate_stream
+from clawlog.events import validate_stream
 
 from .internal import Ready
 from .runtime import ActorHandle, Runtime

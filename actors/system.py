@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import pykka
 import structlog
 
-from events import Event, EventStore, StorageBackend, default_registry, open_store
+from clawlog.events import Event, EventStore, StorageBackend, default_registry, open_store
 
 from ._bridge import Hub, run_in_thread
 from .actor import EventSourcedActor

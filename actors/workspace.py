@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import structlog
 
-from events import ANY, Event
-from events.domain.agent import AgentRegistered
-from tools import Scrubber, Tool, ToolContext
-from tools.exec import ExecConfig, ProcessRegistry, exec_tools
-from tools.sandbox import SandboxConfig, SandboxManager
-from tools.workspace import ContextStore, MemoryStore, WorkspaceConfig, WorkspaceEnv
-from tools.workspace import workspace_tools as file_tools
+from clawlog.events import ANY, Event
+from clawlog.events.domain.agent import AgentRegistered
+from clawlog.tools import Scrubber, Tool, ToolContext
+from clawlog.tools.exec import ExecConfig, ProcessRegistry, exec_tools
+from clawlog.tools.sandbox import SandboxConfig, SandboxManager
+from clawlog.tools.workspace import ContextStore, MemoryStore, WorkspaceConfig, WorkspaceEnv
+from clawlog.tools.workspace import workspace_tools as file_tools
 
 from .agents.config import AgentConfig
 from .agents.prompt import PromptBuilder

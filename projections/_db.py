@@ -9,7 +9,7 @@ from typing import Any, Literal, TypeVar
 
 import aiosqlite
 
-from events.backends.aiosqlite_calls import call_on_thread
+from clawlog.events.backends.aiosqlite_calls import call_on_thread
 
 from .errors import ReadModelsUnavailable
 

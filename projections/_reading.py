@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from events import CorruptEvent, EventRegistry, EventStore, RecordedEvent
-from events.envelope import StoredRecord
-from events.store import DECODE_ERRORS, decode_row, recorded_from_row
+from clawlog.events import CorruptEvent, EventRegistry, EventStore, RecordedEvent
+from clawlog.events.envelope import StoredRecord
+from clawlog.events.store import DECODE_ERRORS, decode_row, recorded_from_row
 
 from ._apply import Batch, CorruptRow
 from .base import Projection

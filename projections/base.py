@@ -17,7 +17,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Protocol
 
-from events import RecordedEvent
+from clawlog.events import RecordedEvent
 
 from .errors import InvalidProjection
 

@@ -25,7 +25,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from events import EventStore
+from clawlog.events import EventStore
 
 from ._db import connect_views, on_thread
 from .base import Projection

@@ -18,7 +18,7 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from events import EventStore, RecordedEvent
+from clawlog.events import EventStore, RecordedEvent
 
 __all__ = ["AsOf", "TimelineQuery", "read_timeline", "state_as_of", "timeline"]
 

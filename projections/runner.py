@@ -23,7 +23,7 @@ from typing import Literal
 import aiosqlite
 import structlog
 
-from events import CorruptEvent, EventStore
+from clawlog.events import CorruptEvent, EventStore
 
 from ._apply import Batch, ProjectionStatus, apply_batch, create_indexes, prepare
 from ._db import connect_views, on_thread, views_path_for

@@ -12,8 +12,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from events import ANY, Event, EventMetadata, EventStore
-from events.domain.actor import (
+from clawlog.events import ANY, Event, EventMetadata, EventStore
+from clawlog.events.domain.actor import (
     ActorEscalated,
     ActorFailed,
     ActorRestarted,
@@ -21,9 +21,18 @@ from events.domain.actor import (
     ActorStopped,
     DeadLetter,
 )
-from events.domain.agent import HandoffCleared, HandoffRouted, SubagentFinished, SubagentSpawned
-from events.domain.delegation import DelegationCompleted, DelegationFailed, DelegationRequested
-from events.domain.mcp import (
+from clawlog.events.domain.agent import (
+    HandoffCleared,
+    HandoffRouted,
+    SubagentFinished,
+    SubagentSpawned,
+)
+from clawlog.events.domain.delegation import (
+    DelegationCompleted,
+    DelegationFailed,
+    DelegationRequested,
+)
+from clawlog.events.domain.mcp import (
     McpAccessRequested,
     McpAccessReviewed,
     McpAgentGrantRevoked,
@@ -44,15 +53,21 @@ from events.domain.mcp import (
     McpToolsWithdrawn,
     McpUserGrantSet,
 )
-from events.domain.session import ModelReplied, ModelRequested, ToolCall, TurnCompleted, TurnStarted
-from events.domain.team import (
+from clawlog.events.domain.session import (
+    ModelReplied,
+    ModelRequested,
+    ToolCall,
+    TurnCompleted,
+    TurnStarted,
+)
+from clawlog.events.domain.team import (
     TeamCreated,
     TeamMember,
     TeamTaskClaimed,
     TeamTaskCompleted,
     TeamTaskCreated,
 )
-from events.domain.tool import (
+from clawlog.events.domain.tool import (
     ToolApprovalDecided,
     ToolApprovalRequested,
     ToolCallCompleted,

@@ -32,8 +32,8 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from actors import EventSourcedActor, Message, Request, System
-from events import Event
+from clawlog.actors import EventSourcedActor, Message, Request, System
+from clawlog.events import Event
 
 
 # -- raw pykka ------------------------------------------------------------------------

@@ -38,10 +38,10 @@ sys.path.insert(0, str(ROOT))
 from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
-from actors import System  # noqa: E402
-from actors.mcp import McpServerConfig, McpTool, mcp_servers  # noqa: E402
-from actors.mcp.messages import CallTool  # noqa: E402
-from tools import (  # noqa: E402
+from clawlog.actors import System  # noqa: E402
+from clawlog.actors.mcp import McpServerConfig, McpTool, mcp_servers  # noqa: E402
+from clawlog.actors.mcp.messages import CallTool  # noqa: E402
+from clawlog.tools import (  # noqa: E402
     FunctionTool,
     RateLimitConfig,
     RateLimiter,

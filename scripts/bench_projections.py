@@ -27,9 +27,9 @@ import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from events import open_store
-from projections import ALL_PROJECTIONS, rebuild
-from projections.testing import dump_tables, write_mixed_log
+from clawlog.events import open_store
+from clawlog.projections import ALL_PROJECTIONS, rebuild
+from clawlog.projections.testing import dump_tables, write_mixed_log
 
 
 async def make_log(path: Path, total: int) -> int:

@@ -39,8 +39,8 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from events import ANY, Event, EventRegistry, open_store
-from events.backends.sqlite import SqliteBackend
+from clawlog.events import ANY, Event, EventRegistry, open_store
+from clawlog.events.backends.sqlite import SqliteBackend
 
 STREAMS = 1000
 READ_PAGE = 5000

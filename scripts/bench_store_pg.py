@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_store import STREAMS, Measured, event, eventsourcing_insert
 
-from events import ANY, EventRegistry, open_store
-from events.backends.postgres import PostgresBackend
+from clawlog.events import ANY, EventRegistry, open_store
+from clawlog.events.backends.postgres import PostgresBackend
 
 
 async def clawlog_pg(url: str, n: int, producers: int) -> float:

@@ -24,8 +24,8 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from events import open_store
-from tools import (
+from clawlog.events import open_store
+from clawlog.tools import (
     FunctionTool,
     RateLimitConfig,
     RateLimiter,

@@ -28,8 +28,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from events import Event
-from events.domain.tool import (
+from clawlog.events import Event
+from clawlog.events.domain.tool import (
     ToolAllowlistChanged,
     ToolApprovalDecided,
     ToolApprovalRequested,

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 
-from events import Event
+from clawlog.events import Event
 
 from .base import Tool
 from .context import ToolContext

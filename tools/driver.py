@@ -12,8 +12,8 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
-from events import Event, EventStore
-from events.domain.tool import ToolCallCompleted, ToolCallFailed, ToolCallRefused
+from clawlog.events import Event, EventStore
+from clawlog.events.domain.tool import ToolCallCompleted, ToolCallFailed, ToolCallRefused
 
 from .context import ToolContext
 from .decisions import ApprovalRequest, NeedsApproval, Refused

@@ -10,8 +10,8 @@ from typing import Any
 import msgspec
 import structlog
 
-from events import Event
-from events.domain.tool import (
+from clawlog.events import Event
+from clawlog.events.domain.tool import (
     ToolCallCompleted,
     ToolCallFailed,
     ToolCallRefused,

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from events.domain.session import TurnCompleted, TurnStarted
+from clawlog.events.domain.session import TurnCompleted, TurnStarted
 
 from ..errors import Rejected
 from .gateway import CallerContext

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from events.domain.agent import HandoffCleared, HandoffRouted
+from clawlog.events.domain.agent import HandoffCleared, HandoffRouted
 
 from ..errors import ActorDead
 from ..models.base import Model
@@ -77,7 +77,7 @@ class AgentApi:
     ) -> ToolGateway:
         """The tool pipeline with clawlog's built-in tools and ``extra_tools``, under the
         agent's tool policy (profile, allow, deny, subagent and leaf deny lists)."""
-        from tools import EchoTool, JsonTool, TimeTool, Tool
+        from clawlog.tools import EchoTool, JsonTool, TimeTool, Tool
 
         from ..delegation.tools import DELEGATION_TOOLS
         from ..teams.tools import TEAM_TOOLS

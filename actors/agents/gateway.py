@@ -12,8 +12,8 @@ from typing import Any, Literal, Protocol
 
 import msgspec
 
-from events import Event
-from events.domain.session import ChatMessage, ToolCall
+from clawlog.events import Event
+from clawlog.events.domain.session import ChatMessage, ToolCall
 
 from ..models.base import ToolSpec
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import msgspec
 
-from events import Event
-from events.domain.agent import HandoffCleared, HandoffRouted
+from clawlog.events import Event
+from clawlog.events.domain.agent import HandoffCleared, HandoffRouted
 
 from ..actor import EventSourcedActor
 from ..errors import Rejected

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from events import Event
-from events.domain.session import ChatMessage, ToolCall
-from events.domain.tool import (
+from clawlog.events import Event
+from clawlog.events.domain.session import ChatMessage, ToolCall
+from clawlog.events.domain.tool import (
     ToolAllowlistChanged,
     ToolApprovalDecided,
     ToolApprovalRequested,
@@ -21,7 +21,7 @@ from events.domain.tool import (
     ToolCallFailed,
     ToolCallRefused,
 )
-from tools import (
+from clawlog.tools import (
     ApprovalConfig,
     ExecutionFailed,
     NeedsApproval,

@@ -15,8 +15,8 @@ import uuid
 from collections import deque
 from typing import Any
 
-from events import Event
-from events.domain.session import (
+from clawlog.events import Event
+from clawlog.events.domain.session import (
     ModelFailed,
     ModelReplied,
     ModelRequested,

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from events import Event
-from events.domain.session import TurnCancelled, TurnFailed
+from clawlog.events import Event
+from clawlog.events.domain.session import TurnCancelled, TurnFailed
 
 from ..errors import ActorDead, TurnCancelledError, TurnFailedError
 from .messages import ResumeTurn

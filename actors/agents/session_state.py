@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import msgspec
 
-from events import Event
-from events.domain.session import (
+from clawlog.events import Event
+from clawlog.events.domain.session import (
     ChatMessage,
     ModelFailed,
     ModelReplied,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from events.domain.agent import (
+from clawlog.events.domain.agent import (
     SubagentAnnounced,
     SubagentArchived,
     SubagentFinished,

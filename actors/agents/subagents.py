@@ -16,8 +16,8 @@ from typing import Any
 
 import msgspec
 
-from events import Event
-from events.domain.agent import (
+from clawlog.events import Event
+from clawlog.events.domain.agent import (
     SubagentAnnounced,
     SubagentArchived,
     SubagentFinished,

@@ -11,8 +11,8 @@ from typing import Any
 
 import msgspec
 
-from events import Event
-from events.domain.agent import AgentRegistered
+from clawlog.events import Event
+from clawlog.events.domain.agent import AgentRegistered
 
 from .._bridge import AskEnvelope
 from ..actor import DEFERRED, EventSourcedActor

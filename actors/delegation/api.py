@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from events.domain.delegation import LinkConfigured
+from clawlog.events.domain.delegation import LinkConfigured
 
 from ..agents.config import validate_agent_key
 from ..errors import ActorDead

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from events.domain.delegation import (
+from clawlog.events.domain.delegation import (
     DelegationCompleted,
     DelegationFailed,
     DelegationRetried,

@@ -12,7 +12,7 @@ import asyncio
 import os
 from typing import Any
 
-from tools.deny import match_deny_pattern
+from clawlog.tools.deny import match_deny_pattern
 
 from ..agents.config import QualityGate
 from ..agents.messages import SendMessage

@@ -13,8 +13,8 @@ import time
 import uuid
 from typing import Any
 
-from events import Event
-from events.domain.delegation import (
+from clawlog.events import Event
+from clawlog.events.domain.delegation import (
     DelegationAnnounced,
     DelegationCancelled,
     DelegationCompleted,

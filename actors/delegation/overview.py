@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from events import UnknownEvent
+from clawlog.events import UnknownEvent
 
 from .messages import LinkState
 from .state import apply_link_event

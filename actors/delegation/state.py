@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from events import Event
-from events.domain.delegation import (
+from clawlog.events import Event
+from clawlog.events.domain.delegation import (
     DelegationAnnounced,
     DelegationCancelled,
     DelegationCompleted,

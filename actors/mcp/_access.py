@@ -10,8 +10,8 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from events import Event
-from events.domain.mcp import (
+from clawlog.events import Event
+from clawlog.events.domain.mcp import (
     McpAccessRequested,
     McpAccessReviewed,
     McpAgentGrantRevoked,

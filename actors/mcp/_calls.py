@@ -13,8 +13,8 @@ import asyncio
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
-from events import Event
-from events.domain.mcp import McpCallTimedOut
+from clawlog.events import Event
+from clawlog.events.domain.mcp import McpCallTimedOut
 
 from .._bridge import LoopReply, ThreadReply
 from ..actor import DEFERRED

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from events import Event
-from events.domain.mcp import McpServerEnabledChanged, McpServerRemoved
-from tools import Scrubber
+from clawlog.events import Event
+from clawlog.events.domain.mcp import McpServerEnabledChanged, McpServerRemoved
+from clawlog.tools import Scrubber
 
 from .config import McpServerConfig
 from .errors import McpConfigError, McpUnavailable

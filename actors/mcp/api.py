@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from events.domain.mcp import McpToolInfo
-from tools import ToolResult
+from clawlog.events.domain.mcp import McpToolInfo
+from clawlog.tools import ToolResult
 
 from .._bridge import run_in_thread
 from ..agents.pipeline_gateway import PipelineGateway

@@ -20,8 +20,8 @@ import contextlib
 import time
 from typing import Any
 
-from events import Event
-from events.domain.mcp import (
+from clawlog.events import Event
+from clawlog.events.domain.mcp import (
     McpConnected,
     McpConnectFailed,
     McpConnecting,
@@ -32,7 +32,7 @@ from events.domain.mcp import (
     McpToolsDiscovered,
     McpToolsWithdrawn,
 )
-from tools import Scrubber
+from clawlog.tools import Scrubber
 
 from ..actor import DEFERRED, EventSourcedActor
 from ..errors import HubError

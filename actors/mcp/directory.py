@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
-from tools import Scrubber
+from clawlog.tools import Scrubber
 
 from .grants import Grant, filter_tools, resolve_access
 from .tool import McpTool

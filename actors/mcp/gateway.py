@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 import structlog
 
-from tools import DuplicateTool, ProtectedName, ToolContext, UnknownTool
+from clawlog.tools import DuplicateTool, ProtectedName, ToolContext, UnknownTool
 
 from ..agents.config import AgentConfig
 from ..agents.gateway import CallerContext

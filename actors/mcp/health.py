@@ -15,8 +15,8 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from events import RecordedEvent
-from events.domain.mcp import MCP_EVENTS
+from clawlog.events import RecordedEvent
+from clawlog.events.domain.mcp import MCP_EVENTS
 
 from .state import McpServerState, McpServerStatus, apply_mcp_event
 

@@ -8,8 +8,8 @@ from typing import Literal
 
 import msgspec
 
-from events import Event
-from events.domain.mcp import (
+from clawlog.events import Event
+from clawlog.events.domain.mcp import (
     McpAccessRequested,
     McpAccessReviewed,
     McpAgentGrantRevoked,

@@ -15,8 +15,8 @@ from typing import Any
 import mcp.types as mt
 import msgspec
 
-from events.domain.mcp import McpToolInfo
-from tools import (
+from clawlog.events.domain.mcp import McpToolInfo
+from clawlog.tools import (
     ErrorKind,
     ExecutionFailed,
     ExternalServiceError,

@@ -6,7 +6,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
-from events.domain.session import ChatMessage, ToolCall, Usage
+from clawlog.events.domain.session import ChatMessage, ToolCall, Usage
 
 __all__ = ["ChatMessage", "Model", "ModelReply", "ModelRequest", "ToolCall", "ToolSpec", "Usage"]
 

@@ -12,8 +12,8 @@ from typing import Literal
 
 import msgspec
 
-from events.domain.session import ModelReplied, TurnCancelled, TurnCompleted, TurnFailed
-from events.domain.tool import ToolCallCompleted, ToolCallFailed, ToolCallRefused
+from clawlog.events.domain.session import ModelReplied, TurnCancelled, TurnCompleted, TurnFailed
+from clawlog.events.domain.tool import ToolCallCompleted, ToolCallFailed, ToolCallRefused
 
 from .recording import RecordedCall, RecordedIteration, RecordedTurn
 

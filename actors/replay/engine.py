@@ -18,9 +18,9 @@ from typing import Any
 import msgspec
 import structlog
 
-from events import RecordedEvent
-from tools import ApprovalConfig, PolicyConfig
-from tools.exec import ExecTool
+from clawlog.events import RecordedEvent
+from clawlog.tools import ApprovalConfig, PolicyConfig
+from clawlog.tools.exec import ExecTool
 
 from ..agents.config import AgentConfig
 from ..agents.messages import SendMessage

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from events import Event, EventStore, RecordedEvent
-from projections.replay import AsOf, state_as_of
+from clawlog.events import Event, EventStore, RecordedEvent
+from clawlog.projections.replay import AsOf, state_as_of
 
 from ..agents.config import AgentConfig
 from ..agents.handoff import RouteState, apply_route_event

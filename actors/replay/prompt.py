@@ -6,7 +6,7 @@ application's own) are not rebuilt: pass ``rerun(prompt=...)``, or read the
 
 from __future__ import annotations
 
-from events.domain.team import TeamCreated
+from clawlog.events.domain.team import TeamCreated
 
 from ..agents.config import AgentConfig
 from ..agents.gateway import CallerContext

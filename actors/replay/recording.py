@@ -14,9 +14,9 @@ from typing import Any, Protocol
 
 import msgspec
 
-from events import Event, RecordedEvent
-from events.domain.agent import AgentRegistered
-from events.domain.session import (
+from clawlog.events import Event, RecordedEvent
+from clawlog.events.domain.agent import AgentRegistered
+from clawlog.events.domain.session import (
     ChatMessage,
     ModelFailed,
     ModelReplied,
@@ -26,7 +26,7 @@ from events.domain.session import (
     TurnFailed,
     TurnStarted,
 )
-from events.domain.tool import (
+from clawlog.events.domain.tool import (
     ToolApprovalDecided,
     ToolApprovalRequested,
     ToolCallCompleted,

@@ -17,9 +17,9 @@ from typing import Any
 
 import msgspec
 
-from events import Event
-from events.domain.session import ChatMessage, ModelFailed, ToolCall
-from events.domain.tool import ToolCallFailed
+from clawlog.events import Event
+from clawlog.events.domain.session import ChatMessage, ModelFailed, ToolCall
+from clawlog.events.domain.tool import ToolCallFailed
 
 from ..agents.gateway import CallerContext, GateResult, GateStep, ToolGateway
 from ..models import errors as model_errors

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from events.domain.team import TeamMember
+from clawlog.events.domain.team import TeamMember
 
 from ..agents.config import AgentConfig, validate_agent_key
 from ..agents.gateway import CallerContext

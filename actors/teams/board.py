@@ -6,8 +6,8 @@ import sqlite3
 
 import msgspec
 
-from events import Event
-from events.domain.team import (
+from clawlog.events import Event
+from clawlog.events.domain.team import (
     TeamCreated,
     TeamMember,
     TeamMessageSent,

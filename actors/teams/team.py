@@ -12,8 +12,8 @@ import time
 import uuid
 from typing import Any
 
-from events import Event
-from events.domain.team import (
+from clawlog.events import Event
+from clawlog.events.domain.team import (
     TeamCreated,
     TeammateActivated,
     TeamMember,

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from events import RecordedEvent
+from clawlog.events import RecordedEvent
 
 from .._sql import select_in
 from ..readers import Reader, where

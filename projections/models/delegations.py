@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from events import RecordedEvent
+from clawlog.events import RecordedEvent
 
 from ..readers import Reader, where
 

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from events import RecordedEvent
+from clawlog.events import RecordedEvent
 
 from .._sql import insert_rows
 from ..readers import Reader, where

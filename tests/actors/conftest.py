@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from actors import SupervisionPolicy, System
+from clawlog.actors import SupervisionPolicy, System
 from tests.actors.sample import Added
 
 FAST = SupervisionPolicy(max_failures=3, window_s=60, backoff_base_s=0.001, backoff_max_s=0.01)

@@ -7,8 +7,8 @@ from typing import Any
 
 import msgspec
 
-from actors import DEFERRED, EventSourcedActor, Message, Piped, Rejected, Request
-from events import Event
+from clawlog.actors import DEFERRED, EventSourcedActor, Message, Piped, Rejected, Request
+from clawlog.events import Event
 
 
 class Added(Event, tag="test.counter_added"):

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import pytest
 
-import actors
-from actors import errors
+from clawlog import actors
+from clawlog.actors import errors
 
 ROOT = Path(__file__).parents[2]
 PACKAGES = [
-    "actors",
-    "actors.agents",
-    "actors.delegation",
-    "actors.models",
-    "actors.replay",
-    "actors.teams",
+    "clawlog.actors",
+    "clawlog.actors.agents",
+    "clawlog.actors.delegation",
+    "clawlog.actors.models",
+    "clawlog.actors.replay",
+    "clawlog.actors.teams",
 ]
 
 
@@ -48,7 +48,10 @@ def _importers(package: str, forbidden: tuple[str, ...]) -> list[str]:
     for path in (ROOT / package).rglob("*.py"):
         for line in path.read_text().splitlines():
             words = line.split()
-            if words[:1] in (["import"], ["from"]) and words[1].split(".")[0] in forbidden:
+            if (
+                words[:1] in (["import"], ["from"])
+                and words[1].removeprefix("clawlog.").split(".")[0] in forbidden
+            ):
                 found.append(f"{path.relative_to(ROOT)}: {line.strip()}")
     return found
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from actors import (
+from clawlog.actors import (
     ActorDead,
     AskTimeout,
     EventSourcedActor,
@@ -18,7 +18,7 @@ from actors import (
     System,
     SystemClosed,
 )
-from events import StoreLocked
+from clawlog.events import StoreLocked
 from tests.actors.conftest import FAST
 from tests.actors.sample import Add, Added, Cancel, Counter, Get, SlowIo
 
@@ -139,8 +139,8 @@ async def test_second_system_on_the_same_file_is_refused(db_path: Path) -> None:
             await System.open(db_path, event_types=[Added])
         script = (
             "import asyncio, sys; sys.path.insert(0, '.');\n"
-            "from actors import System\n"
-            "from events import StoreLocked\n"
+            "from clawlog.actors import System\n"
+            "from clawlog.events import StoreLocked\n"
             "async def main():\n"
             f"    try: await System.open({str(db_path)!r})\n"
             "    except StoreLocked as e: print('refused:', e); return\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import structlog
 
-from actors import (
+from clawlog.actors import (
     ActorCrashed,
     ActorDead,
     EventSourcedActor,
@@ -17,7 +17,7 @@ from actors import (
     SupervisionPolicy,
     System,
 )
-from events import ANY, VersionConflict
+from clawlog.events import ANY, VersionConflict
 from tests.actors.conftest import FAST
 from tests.actors.sample import Add, Added, Counter, Crash, CrashTold, Get, SnapshottingCounter
 

@@ -6,7 +6,7 @@ import asyncio
 import threading
 from typing import Any
 
-from actors.models import ModelReply, ModelRequest, reply
+from clawlog.actors.models import ModelReply, ModelRequest, reply
 
 
 class GatedModel:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from actors import System
-from actors.agents import AgentConfig
-from actors.models import ModelReply, ModelRequest, ScriptedModel, call, reply
-from tools import ApprovalConfig, FunctionTool
+from clawlog.actors import System
+from clawlog.actors.agents import AgentConfig
+from clawlog.actors.models import ModelReply, ModelRequest, ScriptedModel, call, reply
+from clawlog.tools import ApprovalConfig, FunctionTool
 
 
 def asker(request: ModelRequest) -> ModelReply:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from actors import System, TurnCancelledError
-from actors.agents import AgentConfig
-from actors.models import ModelReply, ModelRequest, ScriptedModel, call, reply
-from tools import FunctionTool
+from clawlog.actors import System, TurnCancelledError
+from clawlog.actors.agents import AgentConfig
+from clawlog.actors.models import ModelReply, ModelRequest, ScriptedModel, call, reply
+from clawlog.tools import FunctionTool
 
 STARTED = threading.Event()
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from actors import Rejected, System
-from actors.agents import AgentConfig, CallerContext
-from actors.models import ScriptedModel, reply
+from clawlog.actors import Rejected, System
+from clawlog.actors.agents import AgentConfig, CallerContext
+from clawlog.actors.models import ScriptedModel, reply
 
 
 def named(name: str) -> ScriptedModel:

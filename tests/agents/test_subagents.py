@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from actors import Rejected, System
-from actors.agents import AgentConfig, CallerContext, SubagentLimits
-from actors.agents.ports import AgentPorts
-from actors.models import ModelReply, ModelRequest, reply
+from clawlog.actors import Rejected, System
+from clawlog.actors.agents import AgentConfig, CallerContext, SubagentLimits
+from clawlog.actors.agents.ports import AgentPorts
+from clawlog.actors.models import ModelReply, ModelRequest, reply
 from tests.agents.support import Gate
 
 RELEASE = Gate()

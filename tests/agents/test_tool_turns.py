@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from actors import System, TurnFailedError
-from actors.agents import AgentConfig
-from actors.models import ModelReply, ModelRequest, ScriptedModel, call, calls, reply
+from clawlog.actors import System, TurnFailedError
+from clawlog.actors.agents import AgentConfig
+from clawlog.actors.models import ModelReply, ModelRequest, ScriptedModel, call, calls, reply
 from tests.agents.support import types
 
 

@@ -11,8 +11,11 @@ from typing import Any
 import docker
 import pytest
 
-from actors.agents import AgentConfig
-from actors.models import ScriptedModel, call
+from clawlog.actors.agents import AgentConfig
+from clawlog.actors.models import ScriptedModel, call
+from clawlog.tools.sandbox import SandboxConfig
+from clawlog.tools.sandbox.manager import LABEL_KEY
+from clawlog.tools.workspace import user_directory
 from tests.agents.test_workspace_tools import (
     USER,
     completed,
@@ -22,9 +25,6 @@ from tests.agents.test_workspace_tools import (
     wait_for,
 )
 from tests.sandbox.conftest import docker_host  # noqa: F401  (the engine fixture)
-from tools.sandbox import SandboxConfig
-from tools.sandbox.manager import LABEL_KEY
-from tools.workspace import user_directory
 
 pytestmark = pytest.mark.docker
 

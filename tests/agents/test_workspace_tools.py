@@ -10,15 +10,15 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from actors import System
-from actors.agents import AgentConfig
-from actors.models import ModelReply, ModelRequest, ScriptedModel, call, reply
-from actors.workspace import AgentWorkspaces
-from events import RecordedEvent
-from events.domain.tool import ToolCallCompleted, ToolCallFailed, ToolCallRefused
-from events.domain.workspace import ProcessStarted
+from clawlog.actors import System
+from clawlog.actors.agents import AgentConfig
+from clawlog.actors.models import ModelReply, ModelRequest, ScriptedModel, call, reply
+from clawlog.actors.workspace import AgentWorkspaces
+from clawlog.events import RecordedEvent
+from clawlog.events.domain.tool import ToolCallCompleted, ToolCallFailed, ToolCallRefused
+from clawlog.events.domain.workspace import ProcessStarted
+from clawlog.tools.workspace import user_directory
 from tests.agents.support import types
-from tools.workspace import user_directory
 
 USER = "telegram:42"
 

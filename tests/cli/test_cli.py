@@ -12,7 +12,7 @@ ROOT = Path(__file__).parents[2]
 
 def clawlog(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "actors.cli", *args],
+        [sys.executable, "-m", "clawlog", *args],
         capture_output=True,
         text=True,
         timeout=120,

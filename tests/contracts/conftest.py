@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from events import EventRegistry, EventStore, MemoryBackend, SqliteBackend, open_store
-from events.domain import all_event_classes
+from clawlog.events import EventRegistry, EventStore, MemoryBackend, SqliteBackend, open_store
+from clawlog.events.domain import all_event_classes
 from tests.contracts.sample_events import SAMPLE_EVENTS
 
 #: The PostgreSQL backend (issue 11) joins this list when it lands.

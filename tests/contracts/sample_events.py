@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from events import Event
+from clawlog.events import Event
 
 
 class Noted(Event, tag="test.noted"):

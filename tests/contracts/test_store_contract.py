@@ -7,7 +7,7 @@ import asyncio
 import msgspec
 import pytest
 
-from events import (
+from clawlog.events import (
     ANY,
     NO_STREAM,
     EventMetadata,
@@ -20,7 +20,7 @@ from events import (
     UnknownEvent,
     VersionConflict,
 )
-from events.envelope import NewRecord
+from clawlog.events.envelope import NewRecord
 from tests.contracts.sample_events import Counted, Memo, Noted
 
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from actors import Rejected, System
-from actors.agents import AgentConfig, CallerContext
-from actors.delegation import DelegationError
-from actors.delegation.ports import DelegationPorts
-from actors.models import ModelReply, ModelRequest, ModelServerError, ScriptedModel, reply
+from clawlog.actors import Rejected, System
+from clawlog.actors.agents import AgentConfig, CallerContext
+from clawlog.actors.delegation import DelegationError
+from clawlog.actors.delegation.ports import DelegationPorts
+from clawlog.actors.models import ModelReply, ModelRequest, ModelServerError, ScriptedModel, reply
 from tests.agents.support import Gate
 
 
@@ -178,7 +178,7 @@ async def test_a_delegation_left_without_outcome_past_its_deadline_shows_as_over
 ) -> None:
     import time
 
-    from actors.delegation.overview import delegation_overview
+    from clawlog.actors.delegation.overview import delegation_overview
 
     system, ports, worker = await setup(tmp_path)
     await system.link_agents("boss", "worker")

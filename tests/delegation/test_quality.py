@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from actors import System
-from actors.agents import AgentConfig, CallerContext, QualityGate
-from actors.delegation import DelegationError
-from actors.models import ModelRequest, ScriptedModel, reply
+from clawlog.actors import System
+from clawlog.actors.agents import AgentConfig, CallerContext, QualityGate
+from clawlog.actors.delegation import DelegationError
+from clawlog.actors.models import ModelRequest, ScriptedModel, reply
 
 
 def ctx(agent: str = "boss") -> CallerContext:
@@ -202,7 +202,7 @@ async def test_an_agent_gate_whose_reviewer_is_gated_does_not_recurse(tmp_path: 
 async def test_a_command_gate_goes_through_the_exec_deny_patterns(
     tmp_path: Path, command: str, label: str
 ) -> None:
-    from actors.delegation.gates import evaluate_gate
+    from clawlog.actors.delegation.gates import evaluate_gate
 
     marker = tmp_path / "ran"
     gate = QualityGate(type="command", command=command.format(marker=marker))

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import pytest
 
-from events import ANY, EventRegistry, EventStore, RecordedEvent, SqliteBackend, open_store
+from clawlog.events import ANY, EventRegistry, EventStore, RecordedEvent, SqliteBackend, open_store
 from tests.contracts.sample_events import Noted
 from tests.events.crash_child import append_of
 

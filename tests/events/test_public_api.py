@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-import events
-import events.errors
+import clawlog.events.errors  # noqa: F401
+from clawlog import events
 
 
 def isort_order(name: str) -> tuple[int, str]:
@@ -20,16 +20,16 @@ def isort_order(name: str) -> tuple[int, str]:
 @pytest.mark.parametrize(
     "package",
     [
-        "events",
-        "events.domain",
-        "events.errors",
-        "events.store",
-        "actors",
-        "actors.agents",
-        "actors.teams",
-        "actors.delegation",
-        "actors.models",
-        "projections",
+        "clawlog.events",
+        "clawlog.events.domain",
+        "clawlog.events.errors",
+        "clawlog.events.store",
+        "clawlog.actors",
+        "clawlog.actors.agents",
+        "clawlog.actors.teams",
+        "clawlog.actors.delegation",
+        "clawlog.actors.models",
+        "clawlog.projections",
     ],
 )
 def test_all_is_sorted_and_resolves(package: str) -> None:
@@ -44,7 +44,7 @@ def test_events_exports_what_its_modules_declare_public() -> None:
     declared = {
         name
         for module_name, module in sys.modules.items()
-        if module_name.startswith("events.")
+        if module_name.startswith("clawlog.events.")
         for name in getattr(module, "__all__", ())
     }
     assert set(events.__all__) <= declared
@@ -52,7 +52,7 @@ def test_events_exports_what_its_modules_declare_public() -> None:
     for name in events.__all__:
         obj = getattr(events, name)
         if inspect.isclass(obj) or inspect.isfunction(obj):
-            assert obj.__module__.startswith("events."), name
+            assert obj.__module__.startswith("clawlog.events."), name
 
 
 def test_every_error_is_exported_and_has_one_root() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from events import (
+from clawlog.events import (
     NO_STREAM,
     CorruptEvent,
     Event,
@@ -23,7 +23,7 @@ from events import (
     event_tag,
     open_store,
 )
-from events.envelope import NewRecord
+from clawlog.events.envelope import NewRecord
 from tests.contracts.sample_events import Noted
 
 

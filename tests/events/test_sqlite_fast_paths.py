@@ -9,7 +9,7 @@ from typing import ClassVar
 import msgspec
 import pytest
 
-from events import (
+from clawlog.events import (
     ANY,
     NO_STREAM,
     Event,
@@ -20,7 +20,7 @@ from events import (
     VersionConflict,
     open_store,
 )
-from events.envelope import NewRecord
+from clawlog.events.envelope import NewRecord
 from tests.contracts.sample_events import Noted
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from events import (
+from clawlog.events import (
     ANY,
     NO_STREAM,
     CorruptEvent,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from events import (
+from clawlog.events import (
     ANY,
     NO_STREAM,
     EventMetadata,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from events import ANY, EventRegistry, open_store
+from clawlog.events import ANY, EventRegistry, open_store
 from tests.contracts.sample_events import Noted
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from actors import System
-from actors.agents import AgentConfig
-from actors.models import ModelReply, ModelRequest, ScriptedModel, call, calls, reply
+from clawlog.actors import System
+from clawlog.actors.agents import AgentConfig
+from clawlog.actors.models import ModelReply, ModelRequest, ScriptedModel, call, calls, reply
 
 
 def script(request: ModelRequest) -> ModelReply:

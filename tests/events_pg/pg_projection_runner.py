@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from events import open_store
-from events.backends.postgres import PostgresBackend
-from projections import ALL_PROJECTIONS, ProjectionRunner
+from clawlog.events import open_store
+from clawlog.events.backends.postgres import PostgresBackend
+from clawlog.projections import ALL_PROJECTIONS, ProjectionRunner
 
 
 async def main(url: str, schema: str, views: str) -> None:

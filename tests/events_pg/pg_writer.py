@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from events import EventRegistry, VersionConflict, open_store
-from events.backends.postgres import PostgresBackend
+from clawlog.events import EventRegistry, VersionConflict, open_store
+from clawlog.events.backends.postgres import PostgresBackend
 from tests.contracts.sample_events import Noted
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from actors import System
-from actors.ownership import StreamOwnedElsewhere
-from events import (
+from clawlog.actors import System
+from clawlog.actors.ownership import StreamOwnedElsewhere
+from clawlog.events import (
     ANY,
     NO_STREAM,
     EventMetadata,
@@ -23,7 +23,7 @@ from events import (
     VersionConflict,
     open_store,
 )
-from events.backends.postgres import PostgresBackend
+from clawlog.events.backends.postgres import PostgresBackend
 from tests.actors.sample import Add, Added, Counter
 from tests.contracts.sample_events import Noted
 

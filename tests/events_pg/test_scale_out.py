@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from events import EventStore, open_store
-from events.backends.postgres import PostgresBackend
-from projections import ALL_PROJECTIONS, ReadModels, rebuild
-from projections.testing import dump_tables
+from clawlog.events import EventStore, open_store
+from clawlog.events.backends.postgres import PostgresBackend
+from clawlog.projections import ALL_PROJECTIONS, ReadModels, rebuild
+from clawlog.projections.testing import dump_tables
 
 ROOT = Path(__file__).parents[2]
 PIPE = asyncio.subprocess.PIPE

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from events import EventStore, open_store
+from clawlog.events import EventStore, open_store
 
 from .support import StoreRecorder
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tools import ToolContext
+from clawlog.tools import ToolContext
 
 from ..workspace.support import StoreRecorder
 

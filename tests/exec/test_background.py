@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from events import EventStore
-from events.domain.workspace import ProcessExited, ProcessOutput, ProcessStarted
-from tools.exec import (
+from clawlog.events import EventStore
+from clawlog.events.domain.workspace import ProcessExited, ProcessOutput, ProcessStarted
+from clawlog.tools.exec import (
     ExecConfig,
     ExecTool,
     ProcessFinished,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools.exec import DANGEROUS, DENY, INJECTION, NEVER_AUTO_APPROVE, analyze
+from clawlog.tools.exec import DANGEROUS, DENY, INJECTION, NEVER_AUTO_APPROVE, analyze
 
 ALLOW, ASK, DENY_ = "allow", "approve", "deny"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.exec import CommandTimedOut, ExecTool, ProcessRegistry
+from clawlog.tools.exec import CommandTimedOut, ExecTool, ProcessRegistry
 
 from .support import alive, context
 

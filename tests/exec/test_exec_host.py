@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tools import ExecutionFailed, InvalidParameters, ToolContext
-from tools.exec import CommandDenied, CommandTimedOut, ExecConfig, ExecTool
-from tools.workspace import WorkspaceConfig, WorkspaceEnv, user_directory
+from clawlog.tools import ExecutionFailed, InvalidParameters, ToolContext
+from clawlog.tools.exec import CommandDenied, CommandTimedOut, ExecConfig, ExecTool
+from clawlog.tools.workspace import WorkspaceConfig, WorkspaceEnv, user_directory
 
 from .support import alive, context, live_group_members
 

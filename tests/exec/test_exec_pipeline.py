@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from events import EventStore
-from events.domain.tool import ToolCallRefused
-from events.domain.workspace import SandboxUnavailable
-from tools import NeedsApproval, StoreSink, ToolPipeline, ToolRegistry, run_tool_call
-from tools.exec import ExecConfig, exec_tools
-from tools.sandbox import SandboxConfig, SandboxManager
+from clawlog.events import EventStore
+from clawlog.events.domain.tool import ToolCallRefused
+from clawlog.events.domain.workspace import SandboxUnavailable
+from clawlog.tools import NeedsApproval, StoreSink, ToolPipeline, ToolRegistry, run_tool_call
+from clawlog.tools.exec import ExecConfig, exec_tools
+from clawlog.tools.sandbox import SandboxConfig, SandboxManager
 
 from .support import StoreRecorder, context
 

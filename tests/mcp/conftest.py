@@ -21,10 +21,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from actors import System
-from actors.mcp import McpServerConfig, McpServers, mcp_servers
-from actors.models import ModelReply, ModelRequest, calls, reply
-from events import RecordedEvent
+from clawlog.actors import System
+from clawlog.actors.mcp import McpServerConfig, McpServers, mcp_servers
+from clawlog.actors.models import ModelReply, ModelRequest, calls, reply
+from clawlog.events import RecordedEvent
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

@@ -5,13 +5,21 @@ from __future__ import annotations
 
 import asyncio
 
-from actors import System
-from actors.agents import AgentConfig
-from actors.mcp import McpServers
-from actors.models import ScriptedModel
-from events import event_tag
-from events.domain.session import ModelRequested
-from events.domain.tool import ToolCallCompleted, ToolCallRefused
+from clawlog.actors import System
+from clawlog.actors.agents import AgentConfig
+from clawlog.actors.mcp import McpServers
+from clawlog.actors.models import ScriptedModel
+from clawlog.events import event_tag
+from clawlog.events.domain.session import ModelRequested
+from clawlog.events.domain.tool import ToolCallCompleted, ToolCallRefused
+from clawlog.tools import (
+    RecordingSink,
+    ToolContext,
+    ToolPipeline,
+    ToolRegistry,
+    builtin_tools,
+    run_tool_call,
+)
 from tests.mcp.conftest import (
     Peers,
     answer_with_tool_output,
@@ -19,14 +27,6 @@ from tests.mcp.conftest import (
     notes_stdio,
     types,
     wait_for_events,
-)
-from tools import (
-    RecordingSink,
-    ToolContext,
-    ToolPipeline,
-    ToolRegistry,
-    builtin_tools,
-    run_tool_call,
 )
 
 

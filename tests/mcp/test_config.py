@@ -12,7 +12,7 @@ import mcp.types as mt
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from actors.mcp import (
+from clawlog.actors.mcp import (
     McpCallTimeout,
     McpConfigError,
     McpConnectError,
@@ -23,7 +23,7 @@ from actors.mcp import (
     load_servers_file,
     registered_name,
 )
-from actors.mcp.errors import translate
+from clawlog.actors.mcp.errors import translate
 
 
 def write(tmp_path: Path, data: object) -> Path:

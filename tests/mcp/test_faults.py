@@ -10,12 +10,19 @@ from typing import Any
 
 import pytest
 
-from actors import System
-from actors.agents import AgentConfig
-from actors.mcp import McpCallTimeout, McpServerConfig, McpServers, McpUnavailable, Transport
-from actors.models import ScriptedModel
-from events.domain.mcp import McpConnectFailed, McpDisconnected, McpReconnectScheduled
-from events.domain.tool import ToolCallFailed
+from clawlog.actors import System
+from clawlog.actors.agents import AgentConfig
+from clawlog.actors.mcp import (
+    McpCallTimeout,
+    McpServerConfig,
+    McpServers,
+    McpUnavailable,
+    Transport,
+)
+from clawlog.actors.models import ScriptedModel
+from clawlog.events.domain.mcp import McpConnectFailed, McpDisconnected, McpReconnectScheduled
+from clawlog.events.domain.tool import ToolCallFailed
+from clawlog.tools import RecordingSink, ToolContext, ToolPipeline, ToolRegistry, run_tool_call
 from tests.mcp.conftest import (
     FAST,
     HttpEverything,
@@ -28,7 +35,6 @@ from tests.mcp.conftest import (
     types,
     wait_for_events,
 )
-from tools import RecordingSink, ToolContext, ToolPipeline, ToolRegistry, run_tool_call
 
 
 def _after(events: list[Any], kind: str) -> list[str]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from actors import System
-from actors.mcp import (
+from clawlog.actors import System
+from clawlog.actors.mcp import (
     EVERYONE,
     Grant,
     McpAccessError,
@@ -13,7 +13,7 @@ from actors.mcp import (
     resolve_access,
     tool_permitted,
 )
-from events.domain.mcp import McpAccessReviewed, McpAgentGrantSet
+from clawlog.events.domain.mcp import McpAccessReviewed, McpAgentGrantSet
 from tests.mcp.conftest import Peers, everything_stdio, types
 
 ALL = ("echo", "get-sum", "get-env")

@@ -15,11 +15,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from actors import System
-from actors.mcp import McpServerConfig, mcp_servers, read_mcp_health
-from events import SqliteBackend, open_store
-from projections import McpHealth, McpHealthReader, ProjectionRunner, ReadModels, rebuild
-from projections.testing import dump_tables, write_mixed_log
+from clawlog.actors import System
+from clawlog.actors.mcp import McpServerConfig, mcp_servers, read_mcp_health
+from clawlog.events import SqliteBackend, open_store
+from clawlog.projections import McpHealth, McpHealthReader, ProjectionRunner, ReadModels, rebuild
+from clawlog.projections.testing import dump_tables, write_mixed_log
 from tests.mcp.conftest import (
     FAST,
     ROOT,
@@ -82,7 +82,7 @@ def recorded(peers: Peers, tmp_path_factory: pytest.TempPathFactory) -> Recorded
 
 def clawlog(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "actors.cli", *args],
+        [sys.executable, "-m", "clawlog", *args],
         capture_output=True,
         text=True,
         timeout=120,

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import msgspec
 
-from actors import System
-from actors.agents import AgentConfig
-from actors.mcp import (
+from clawlog.actors import System
+from clawlog.actors.agents import AgentConfig
+from clawlog.actors.mcp import (
     HEALTH_COLUMNS,
     McpServers,
     health_rows,
     mcp_servers,
     read_mcp_health,
 )
-from events.domain.mcp import McpServerConfigured, McpToolsDiscovered
+from clawlog.events.domain.mcp import McpServerConfigured, McpToolsDiscovered
 from tests.mcp.conftest import (
     FAST,
     Peers,
@@ -121,7 +121,7 @@ async def test_tools_named_like_built_ins_are_skipped_and_recorded(
 
 
 def _caller(agent: str):  # type: ignore[no-untyped-def]
-    from actors.agents import CallerContext
+    from clawlog.actors.agents import CallerContext
 
     return CallerContext(agent=agent, session_key="s")
 
@@ -214,15 +214,15 @@ async def test_grants_survive_a_restart_and_the_health_model_matches_the_live_st
 
 
 def test_fast_settings_are_valid() -> None:
-    from actors.mcp import McpServerConfig
+    from clawlog.actors.mcp import McpServerConfig
 
     McpServerConfig(name="x", command="y", **FAST)
 
 
 def test_the_folded_state_survives_a_snapshot_round_trip() -> None:
-    from actors.mcp import McpServerState
-    from actors.mcp.state import apply_mcp_event
-    from events.domain.mcp import (
+    from clawlog.actors.mcp import McpServerState
+    from clawlog.actors.mcp.state import apply_mcp_event
+    from clawlog.events.domain.mcp import (
         McpAccessRequested,
         McpAgentGrantSet,
         McpConnected,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import actors.mcp
-import events.domain
-from events import default_registry, event_tag
-from events.domain.mcp import MCP_EVENTS
+import clawlog.actors.mcp  # noqa: F401  (loads the subpackage)
+from clawlog import actors, events
+from clawlog.events import default_registry, event_tag
+from clawlog.events.domain.mcp import MCP_EVENTS
 
 
 def test_all_is_sorted_and_resolves() -> None:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from actors import System
-from actors.mcp import McpServerConfig, McpServers, Transport
-from events.domain.mcp import McpConnected, McpToolsDiscovered
+from clawlog.actors import System
+from clawlog.actors.mcp import McpServerConfig, McpServers, Transport
+from clawlog.events.domain.mcp import McpConnected, McpToolsDiscovered
 from tests.mcp.conftest import FAST, Peers, everything_stdio, types
 
 EVERYTHING_TOOLS = {

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from actors.models import (
+from clawlog.actors.models import (
     ChatMessage,
     MalformedReply,
     ModelAuthError,
@@ -21,9 +21,9 @@ from actors.models import (
     ToolCall,
     ToolSpec,
 )
-from actors.models.anthropic import AnthropicModel
-from actors.models.openai import OpenAIChatModel
-from actors.models.retry import RetryPolicy
+from clawlog.actors.models.anthropic import AnthropicModel
+from clawlog.actors.models.openai import OpenAIChatModel
+from clawlog.actors.models.retry import RetryPolicy
 from tests.models.wire_server import Canned, WireServer
 
 KEY = "sk-test-0123456789abcdefghijklmnop"
@@ -293,8 +293,8 @@ async def test_timeout_and_connection_refused(server: WireServer) -> None:
 async def test_a_malformed_reply_in_a_session_becomes_a_model_failed_event(
     server: WireServer, tmp_path: Any
 ) -> None:
-    from actors import System, TurnFailedError
-    from actors.agents import AgentConfig
+    from clawlog.actors import System, TurnFailedError
+    from clawlog.actors.agents import AgentConfig
 
     server.responses.append(Canned(200, raw=b'{"choices": [{"message": '))
     async with System.open(tmp_path / "log.db") as system:

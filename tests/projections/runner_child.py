@@ -15,8 +15,8 @@ import sys
 
 import structlog
 
-from events import SqliteBackend, open_store
-from projections import Projection, ProjectionRunner, SessionHistory
+from clawlog.events import SqliteBackend, open_store
+from clawlog.projections import Projection, ProjectionRunner, SessionHistory
 from tests.projections.support import PositionLog
 
 

@@ -8,8 +8,8 @@ import json
 import sqlite3
 from typing import Any, ClassVar
 
-from events import RecordedEvent
-from projections import ActorLifecycle, TaskBoards
+from clawlog.events import RecordedEvent
+from clawlog.projections import ActorLifecycle, TaskBoards
 
 _ENSURE = (
     "INSERT OR IGNORE INTO actor_lifecycle (path, status, starts, failures, restarts, "

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
-from events import ANY, Event, EventMetadata, EventStore, RecordedEvent
-from events.domain.actor import (
+from clawlog.events import ANY, Event, EventMetadata, EventStore, RecordedEvent
+from clawlog.events.domain.actor import (
     ActorEscalated,
     ActorFailed,
     ActorRestarted,
@@ -17,7 +17,7 @@ from events.domain.actor import (
     ActorStopped,
     DeadLetter,
 )
-from events.domain.mcp import (
+from clawlog.events.domain.mcp import (
     McpConnected,
     McpConnecting,
     McpDisconnected,
@@ -25,8 +25,8 @@ from events.domain.mcp import (
     McpServerEnabledChanged,
     McpServerRemoved,
 )
-from events.domain.session import TurnCompleted, TurnStarted
-from events.domain.team import (
+from clawlog.events.domain.session import TurnCompleted, TurnStarted
+from clawlog.events.domain.team import (
     TeamCreated,
     TeamMember,
     TeamTaskClaimed,

@@ -7,11 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from events import ANY, Event, EventMetadata, EventStore, SqliteBackend, open_store
-from events.domain.agent import HandoffCleared, HandoffRouted, SubagentFinished, SubagentSpawned
-from events.domain.delegation import DelegationCompleted, DelegationRequested
-from events.domain.session import ModelReplied, ToolCall, TurnStarted
-from events.domain.team import (
+from clawlog.events import ANY, Event, EventMetadata, EventStore, SqliteBackend, open_store
+from clawlog.events.domain.agent import (
+    HandoffCleared,
+    HandoffRouted,
+    SubagentFinished,
+    SubagentSpawned,
+)
+from clawlog.events.domain.delegation import DelegationCompleted, DelegationRequested
+from clawlog.events.domain.session import ModelReplied, ToolCall, TurnStarted
+from clawlog.events.domain.team import (
     TeamCreated,
     TeamMember,
     TeamTaskClaimed,
@@ -19,7 +24,7 @@ from events.domain.team import (
     TeamTaskCreated,
     TeamTaskUnblocked,
 )
-from projections import (
+from clawlog.projections import (
     ALL_PROJECTIONS,
     DelegationReader,
     HandoffRouteReader,

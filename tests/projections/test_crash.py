@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from events import EventStore, open_store
-from projections import ProjectionRunner, ReadModels, SessionHistory, SessionHistoryReader
-from projections.testing import dump_tables, write_mixed_log
+from clawlog.events import EventStore, open_store
+from clawlog.projections import ProjectionRunner, ReadModels, SessionHistory, SessionHistoryReader
+from clawlog.projections.testing import dump_tables, write_mixed_log
 from tests.projections.support import ROOT, PositionLog, rows, write_turns
 
 

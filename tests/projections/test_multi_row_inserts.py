@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from projections._sql import insert_rows, select_in
+from clawlog.projections._sql import insert_rows, select_in
 
 _TABLE = "CREATE TABLE t (k INTEGER PRIMARY KEY, name TEXT, n INTEGER, x REAL, flag INTEGER)"
 _UPSERT = "ON CONFLICT (k) DO UPDATE SET n = t.n + excluded.n, name = excluded.name"

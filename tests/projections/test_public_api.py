@@ -5,8 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import projections
-from projections import errors
+from clawlog import projections
+from clawlog.projections import errors
 from tests.projections.support import ROOT
 
 
@@ -27,8 +27,8 @@ def test_every_error_derives_from_the_one_root() -> None:
 
 def test_projections_import_events_only_never_actors_or_tools() -> None:
     code = (
-        "import sys, projections, projections.testing, projections.replay\n"
-        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('actors', 'tools'))\n"
+        "import sys, clawlog.projections, clawlog.projections.testing, clawlog.projections.replay\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[:2] in (['clawlog', 'actors'], ['clawlog', 'tools']))\n"
         "print(','.join(bad))"
     )
     result = subprocess.run(

@@ -6,11 +6,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from clawlog.cli.demo import run_demo
 
-from actors.cli.demo import run_demo
-from events import ANY, Event, EventMetadata, EventStore, SqliteBackend, open_store
-from events.domain.actor import ActorFailed, ActorRestarted, ActorStarted, ActorStopped, DeadLetter
-from events.domain.tool import (
+from clawlog.events import ANY, Event, EventMetadata, EventStore, SqliteBackend, open_store
+from clawlog.events.domain.actor import (
+    ActorFailed,
+    ActorRestarted,
+    ActorStarted,
+    ActorStopped,
+    DeadLetter,
+)
+from clawlog.events.domain.tool import (
     ToolApprovalDecided,
     ToolApprovalRequested,
     ToolCallCompleted,
@@ -20,7 +26,7 @@ from events.domain.tool import (
     ToolCallStarted,
     ToolLoopWarning,
 )
-from projections import (
+from clawlog.projections import (
     ALL_PROJECTIONS,
     ActorLifecycle,
     ActorLifecycleReader,
@@ -31,7 +37,7 @@ from projections import (
     ToolAudit,
     ToolAuditReader,
 )
-from projections.testing import dump_tables
+from clawlog.projections.testing import dump_tables
 from tests.projections.support import write_turns
 
 

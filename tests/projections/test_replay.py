@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from events import ANY, EventMetadata, EventStore, RecordedEvent, open_store
-from events.domain.team import TeamTaskClaimed, TeamTaskCompleted, TeamTaskCreated
-from events.domain.tool import ToolCallCompleted, ToolCallRequested, ToolCallStarted
-from projections import TimelineQuery, read_timeline, state_as_of, timeline
+from clawlog.events import ANY, EventMetadata, EventStore, RecordedEvent, open_store
+from clawlog.events.domain.team import TeamTaskClaimed, TeamTaskCompleted, TeamTaskCreated
+from clawlog.events.domain.tool import ToolCallCompleted, ToolCallRequested, ToolCallStarted
+from clawlog.projections import TimelineQuery, read_timeline, state_as_of, timeline
 from tests.projections.support import write_turns
 
 

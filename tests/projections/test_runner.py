@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from events import EventStore, open_store
-from projections import (
+from clawlog.events import EventStore, open_store
+from clawlog.projections import (
     InvalidProjection,
     NotCaughtUp,
     ProjectionError,
@@ -222,8 +222,8 @@ async def test_a_read_model_file_of_an_earlier_clawlog_is_adopted(
 async def write_corrupt_turn(store: EventStore, stream: str) -> int:
     """A ``session.turn_started`` row whose payload cannot be decoded (as a damaged file
     or a buggy writer would leave it), written past the facade's checks."""
-    from events import NO_STREAM, EventMetadata
-    from events.envelope import NewRecord
+    from clawlog.events import NO_STREAM, EventMetadata
+    from clawlog.events.envelope import NewRecord
 
     version = await store.stream_version(stream)
     expected = version if version else NO_STREAM

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from actors import System, TurnFailedError
-from actors.agents import AgentConfig
-from actors.models import ModelReply, ScriptedModel, call, calls, reply
-from events import EventStore
-from tools import FunctionTool
+from clawlog.actors import System, TurnFailedError
+from clawlog.actors.agents import AgentConfig
+from clawlog.actors.models import ModelReply, ScriptedModel, call, calls, reply
+from clawlog.events import EventStore
+from clawlog.tools import FunctionTool
 
 SESSION = "session/main/u1"
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from actors.agents import AgentConfig
-from actors.models import Model, ScriptedModel, calls, reply
-from actors.replay import (
+from clawlog.actors.agents import AgentConfig
+from clawlog.actors.models import Model, ScriptedModel, calls, reply
+from clawlog.actors.replay import (
     NothingRecorded,
     ReplayError,
     ReplayModel,
@@ -18,7 +18,8 @@ from actors.replay import (
     rerun,
     stream_state_as_of,
 )
-from events import EventStore, open_store
+from clawlog.events import EventStore, open_store
+from clawlog.tools import FunctionTool
 from tests.replay.support import (
     SESSION,
     Deploys,
@@ -28,7 +29,6 @@ from tests.replay.support import (
     record_looping_session,
     record_session,
 )
-from tools import FunctionTool
 
 
 def max_iterations(limit: int) -> Callable[[AgentConfig], AgentConfig]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.sandbox import DEFAULT_IMAGE
+from clawlog.tools.sandbox import DEFAULT_IMAGE
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "docker.sh"
 

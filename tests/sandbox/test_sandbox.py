@@ -11,10 +11,10 @@ from typing import Any
 import docker
 import pytest
 
-from events import EventStore, open_store
-from tools import ToolContext
-from tools.exec import CommandTimedOut, ExecConfig, ExecTool, ProcessTool, exec_tools
-from tools.sandbox import SandboxConfig, SandboxManager
+from clawlog.events import EventStore, open_store
+from clawlog.tools import ToolContext
+from clawlog.tools.exec import CommandTimedOut, ExecConfig, ExecTool, ProcessTool, exec_tools
+from clawlog.tools.sandbox import SandboxConfig, SandboxManager
 
 from ..exec.support import StoreRecorder
 
@@ -202,7 +202,7 @@ async def test_the_image_is_configurable_and_a_missing_one_is_refused(
     sandbox: Any, workspace: Path
 ) -> None:
     box = sandbox(image="localhost/no-such-image:latest")
-    from tools.exec import SandboxRefused
+    from clawlog.tools.exec import SandboxRefused
 
     with pytest.raises(SandboxRefused, match="not available"):
         await box.run("touch /workspace/ran")

@@ -16,8 +16,8 @@ from typing import Any
 import docker
 import pytest
 
-from tools.exec import ExecTool, SandboxRefused
-from tools.sandbox import SandboxClosed, SandboxConfig, SandboxManager
+from clawlog.tools.exec import ExecTool, SandboxRefused
+from clawlog.tools.sandbox import SandboxClosed, SandboxConfig, SandboxManager
 
 from ..exec.support import context
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 
-from events.backends.postgres import PostgresBackend
+from clawlog.events.backends.postgres import PostgresBackend
 
 
 async def fresh_postgres_backend() -> PostgresBackend:

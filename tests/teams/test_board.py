@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from actors import Rejected, System
-from actors.agents import AgentConfig
-from actors.models import ScriptedModel, reply
-from actors.teams import (
+from clawlog.actors import Rejected, System
+from clawlog.actors.agents import AgentConfig
+from clawlog.actors.models import ScriptedModel, reply
+from clawlog.actors.teams import (
     Broadcast,
     ClaimTask,
     CompleteTask,

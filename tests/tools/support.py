@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from tools import BaseTool, ToolContext, ToolResult
+from clawlog.tools import BaseTool, ToolContext, ToolResult
 
 
 class FakeClock:

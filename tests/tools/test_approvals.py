@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from events import open_store
-from tools import (
+from clawlog.events import open_store
+from clawlog.tools import (
     DENY_PATTERNS,
     ApprovalConfig,
     ApprovalError,
@@ -26,7 +26,7 @@ from tools import (
     match_deny_pattern,
     run_tool_call,
 )
-from tools.exec import DENY
+from clawlog.tools.exec import DENY
 
 from .support import CountingTool, FakeClock, ShellTool, context
 

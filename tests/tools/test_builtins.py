@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from tools import (
+from clawlog.tools import (
     EchoTool,
     JsonTool,
     RecordingSink,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools import LoopDetectionConfig, LoopDetector, LoopVerdict
+from clawlog.tools import LoopDetectionConfig, LoopDetector, LoopVerdict
 
 
 def run(detector: LoopDetector, calls: list[tuple[str, dict, str | None]]) -> list[LoopVerdict]:

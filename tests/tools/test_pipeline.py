@@ -11,8 +11,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from events import default_registry, open_store
-from tools import (
+from clawlog.events import default_registry, open_store
+from clawlog.tools import (
     ApprovalConfig,
     EchoTool,
     ExternalServiceError,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tools import (
+from clawlog.tools import (
     POLICY_STEPS,
     FunctionTool,
     PolicyConfig,

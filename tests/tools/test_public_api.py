@@ -13,7 +13,14 @@ def _isort_key(name: str) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize(
-    "package", ["tools", "tools.builtins", "tools.exec", "tools.sandbox", "tools.workspace"]
+    "package",
+    [
+        "clawlog.tools",
+        "clawlog.tools.builtins",
+        "clawlog.tools.exec",
+        "clawlog.tools.sandbox",
+        "clawlog.tools.workspace",
+    ],
 )
 def test_all_is_sorted_and_every_name_resolves(package: str) -> None:
     module = importlib.import_module(package)
@@ -25,8 +32,8 @@ def test_all_is_sorted_and_every_name_resolves(package: str) -> None:
 
 
 def test_the_tool_events_are_registered_in_the_default_registry() -> None:
-    from events import default_registry
-    from events.domain.tool import TOOL_EVENTS
+    from clawlog.events import default_registry
+    from clawlog.events.domain.tool import TOOL_EVENTS
 
     tags = default_registry().tags()
     assert {cls.__struct_config__.tag for cls in TOOL_EVENTS} <= tags
@@ -35,10 +42,10 @@ def test_the_tool_events_are_registered_in_the_default_registry() -> None:
 def test_tools_never_imports_actors() -> None:
     import pathlib
 
-    root = pathlib.Path(importlib.import_module("tools").__file__).parent  # type: ignore[arg-type]
+    root = pathlib.Path(importlib.import_module("clawlog.tools").__file__).parent  # type: ignore[arg-type]
     offenders = [
         str(path.relative_to(root))
         for path in root.rglob("*.py")
-        if "import actors" in path.read_text() or "from actors" in path.read_text()
+        if "clawlog.actors" in path.read_text() or "from actors" in path.read_text()
     ]
     assert offenders == []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools import DEFAULT_USER_TOOL_WINDOWS, RateLimitConfig, RateLimiter, Window
+from clawlog.tools import DEFAULT_USER_TOOL_WINDOWS, RateLimitConfig, RateLimiter, Window
 
 from .support import FakeClock
 

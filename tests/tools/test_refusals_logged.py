@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from events import open_store
-from tools import (
+from clawlog.events import open_store
+from clawlog.tools import (
     ApprovalConfig,
     FunctionTool,
     PolicyConfig,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tools import (
+from clawlog.tools import (
     PROTECTED_NAMES,
     DuplicateTool,
     EchoTool,

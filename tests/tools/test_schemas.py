@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tools import ArgumentError, InvalidSchema, compile_validator, normalize_schema
+from clawlog.tools import ArgumentError, InvalidSchema, compile_validator, normalize_schema
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from tools import ToolContext
-from tools.workspace import WorkspaceEnv, WriteFileTool
+from clawlog.tools import ToolContext
+from clawlog.tools.workspace import WorkspaceEnv, WriteFileTool
 
 SIZE = 4 * 1024 * 1024
 NEW = "N" * SIZE

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from events import ANY, Event, EventStore
-from tools import ToolContext, ToolResult
-from tools.workspace import (
+from clawlog.events import ANY, Event, EventStore
+from clawlog.tools import ToolContext, ToolResult
+from clawlog.tools.workspace import (
     ContextStore,
     MemoryStore,
     WorkspaceConfig,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tools import InvalidParameters
-from tools.workspace import (
+from clawlog.tools import InvalidParameters
+from clawlog.tools.workspace import (
     MAX_DIR_ENTRIES,
     FileNotFound,
     NotAFile,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from events import Event, EventStore, StoreClosed
-from tools.workspace import FileNotFound, PatchRejected
+from clawlog.events import Event, EventStore, StoreClosed
+from clawlog.tools.workspace import FileNotFound, PatchRejected
 
 from .support import Bench, StoreRecorder, make_env
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.workspace import PathDenied, PathGuard, PathTraversal, ResolvedPath
+from clawlog.tools.workspace import PathDenied, PathGuard, PathTraversal, ResolvedPath
 
 OK, TRAVERSAL, DENIED = "ok", "traversal", "denied"
 

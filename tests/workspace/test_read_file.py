@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.workspace import (
+from clawlog.tools.workspace import (
     MAX_READ_BYTES,
     FileNotFound,
     NotAFile,

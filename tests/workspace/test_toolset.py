@@ -8,11 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from events import default_registry, open_store
-from events.domain.tool import ToolCallFailed
-from events.domain.workspace import EVENTS
-from tools import StoreSink, ToolContext, ToolPipeline, ToolRegistry, builtin_tools, run_tool_call
-from tools.workspace import ALIASES, FILE_TOOLS, workspace_tools
+from clawlog.events import default_registry, open_store
+from clawlog.events.domain.tool import ToolCallFailed
+from clawlog.events.domain.workspace import EVENTS
+from clawlog.tools import (
+    StoreSink,
+    ToolContext,
+    ToolPipeline,
+    ToolRegistry,
+    builtin_tools,
+    run_tool_call,
+)
+from clawlog.tools.workspace import ALIASES, FILE_TOOLS, workspace_tools
 
 from .support import make_env
 
@@ -60,7 +67,9 @@ def _isort_key(name: str) -> tuple[int, str]:
     return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
 
 
-@pytest.mark.parametrize("package", ["tools.workspace", "tools.exec", "tools.sandbox"])
+@pytest.mark.parametrize(
+    "package", ["clawlog.tools.workspace", "clawlog.tools.exec", "clawlog.tools.sandbox"]
+)
 def test_all_is_sorted_and_every_name_resolves(package: str) -> None:
     module = importlib.import_module(package)
     names = list(module.__all__)
@@ -70,6 +79,6 @@ def test_all_is_sorted_and_every_name_resolves(package: str) -> None:
 
 @pytest.mark.parametrize("package", ["workspace", "exec", "sandbox"])
 def test_modules_stay_small(package: str) -> None:
-    root = Path(importlib.import_module("tools").__file__).parent / package  # type: ignore[arg-type]
+    root = Path(importlib.import_module("clawlog.tools").__file__).parent / package  # type: ignore[arg-type]
     sizes = {p.name: len(p.read_text().splitlines()) for p in root.glob("*.py")}
     assert {name: n for name, n in sizes.items() if n > 400} == {}

@@ -8,14 +8,20 @@ import os
 
 import pytest
 
-from events import EventStore
-from events.domain.agent import AgentRegistered
-from events.domain.workspace import (
+from clawlog.events import EventStore
+from clawlog.events.domain.agent import AgentRegistered
+from clawlog.events.domain.workspace import (
     ContextFileDeleted,
     ContextFileWritten,
     MemoryDocumentWritten,
 )
-from tools.workspace import ContextStore, FileNotFound, MemoryStore, PathDenied, StoreUnavailable
+from clawlog.tools.workspace import (
+    ContextStore,
+    FileNotFound,
+    MemoryStore,
+    PathDenied,
+    StoreUnavailable,
+)
 
 from .support import Bench, StoreRecorder
 
@@ -175,7 +181,7 @@ async def test_without_a_recorder_virtual_files_are_read_only(root: object) -> N
 
 async def test_memory_tools_need_a_memory_store(disk: Bench) -> None:
     assert "memory_search" not in disk.tools
-    from tools.workspace import MemorySearchTool
+    from clawlog.tools.workspace import MemorySearchTool
 
     with pytest.raises(StoreUnavailable, match="memory search is not enabled"):
         await MemorySearchTool(None).execute(disk.ctx, {"query": "x"})
@@ -191,7 +197,7 @@ async def test_secrets_are_scrubbed_before_they_are_recorded(recorder: StoreReco
 async def test_a_virtual_file_is_capped_to_fit_one_event(
     bench: Bench, recorder: StoreRecorder
 ) -> None:
-    from tools.workspace import MAX_VIRTUAL_FILE_BYTES, FileTooLarge
+    from clawlog.tools.workspace import MAX_VIRTUAL_FILE_BYTES, FileTooLarge
 
     await bench("write_file", path="memory/big.md", content="a" * MAX_VIRTUAL_FILE_BYTES)
     with pytest.raises(FileTooLarge, match=f"at most {MAX_VIRTUAL_FILE_BYTES} bytes"):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.workspace import (
+from clawlog.tools.workspace import (
     MAX_WRITE_BYTES,
     EditRejected,
     FileNotFound,

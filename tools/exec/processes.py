@@ -18,8 +18,8 @@ from typing import NamedTuple
 
 import structlog
 
-from events import Event
-from events.domain.workspace import (
+from clawlog.events import Event
+from clawlog.events.domain.workspace import (
     ProcessExited,
     ProcessInput,
     ProcessOutput,

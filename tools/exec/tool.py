@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import structlog
 
-from events.domain.workspace import SandboxUnavailable
+from clawlog.events.domain.workspace import SandboxUnavailable
 
 from ..base import BaseTool, ToolDomain
 from ..context import ToolContext

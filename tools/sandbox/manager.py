@@ -32,8 +32,8 @@ from typing import Any, NamedTuple, TypeVar
 
 import structlog
 
-from events import Event
-from events.domain.workspace import SandboxContainerRemoved, SandboxContainerStarted
+from clawlog.events import Event
+from clawlog.events.domain.workspace import SandboxContainerRemoved, SandboxContainerStarted
 
 from ..workspace.stores import Recorder
 from .config import SandboxConfig

@@ -21,9 +21,9 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Literal, NamedTuple
 
-from events import Event
-from events.domain.agent import AgentRegistered
-from events.domain.workspace import ContextFileDeleted, ContextFileWritten
+from clawlog.events import Event
+from clawlog.events.domain.agent import AgentRegistered
+from clawlog.events.domain.workspace import ContextFileDeleted, ContextFileWritten
 
 from .errors import StoreUnavailable
 from .stores import Recorder, Scrub, agent_stream, no_scrub

@@ -12,8 +12,8 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from events import Event
-from events.domain.workspace import MemoryDocumentDeleted, MemoryDocumentWritten
+from clawlog.events import Event
+from clawlog.events.domain.workspace import MemoryDocumentDeleted, MemoryDocumentWritten
 
 from .errors import StoreUnavailable
 from .memory_index import MemoryHit, MemoryIndex

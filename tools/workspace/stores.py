@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
-from events import Event
+from clawlog.events import Event
 
 __all__ = ["Recorder", "Scrub", "agent_stream", "no_scrub"]
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import msgspec
 
-from events import EventStore, RecordedEvent, UnknownEvent
-from projections import (
+from clawlog.events import EventStore, RecordedEvent, UnknownEvent
+from clawlog.projections import (
     DelegationReader,
     HandoffRouteReader,
     HistoryEntry,

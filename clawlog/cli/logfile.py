@@ -6,7 +6,13 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from events import EventStore, EventStoreError, NotAClawlogDatabase, SqliteBackend, open_store
+from clawlog.events import (
+    EventStore,
+    EventStoreError,
+    NotAClawlogDatabase,
+    SqliteBackend,
+    open_store,
+)
 
 __all__ = ["CliError", "open_log"]
 

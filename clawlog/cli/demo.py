@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from events import StoreLocked
-from tools.exec import ExecTool
+from clawlog.actors.agents import AgentConfig
+from clawlog.actors.models import ScriptedModel
+from clawlog.actors.system import System
+from clawlog.events import StoreLocked
+from clawlog.tools.exec import ExecTool
 
-from ..agents import AgentConfig
-from ..models import ScriptedModel
-from ..system import System
 from . import readers
 from .demo_script import billing_brain, lead_brain, teammate_brain
 from .logfile import CliError, open_log

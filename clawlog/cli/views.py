@@ -18,8 +18,8 @@ import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from events import EventStore
-from projections import (
+from clawlog.events import EventStore
+from clawlog.projections import (
     ALL_PROJECTIONS,
     ProjectionError,
     ProjectionRunner,

@@ -7,8 +7,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from events import EventStore
-from projections import McpHealthReader, McpServerHealth, McpToolRow
+from clawlog.events import EventStore
+from clawlog.projections import McpHealthReader, McpServerHealth, McpToolRow
 
 from .logfile import CliError
 from .render import console, emit_json, table

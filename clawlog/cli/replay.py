@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from events import EventStore
-from projections import TimelineQuery
-from projections.replay import timeline
+from clawlog.events import EventStore
+from clawlog.projections import TimelineQuery
+from clawlog.projections.replay import timeline
 
 from .logfile import CliError
 from .render import console, emit_json, table
 
 if TYPE_CHECKING:
-    from ..replay import RerunReport
+    from clawlog.actors.replay import RerunReport
 
 __all__ = ["add_replay_arguments", "parse_time", "replay"]
 
@@ -64,7 +64,7 @@ def parse_time(text: str) -> float:
 async def replay(store: EventStore, args: argparse.Namespace) -> int:
     """Run the replay command; the exit status is 1 when a re-run diverged, else 0."""
     # Imported here: every command builds this module's parser, few run the engine.
-    from ..replay import ReplayError
+    from clawlog.actors.replay import ReplayError
 
     try:
         if args.rerun is not None:
@@ -120,7 +120,7 @@ async def _timeline(store: EventStore, args: argparse.Namespace) -> None:
 async def _as_of(store: EventStore, stream: str, position: int, *, as_json: bool) -> None:
     if position < 1:
         raise CliError("--as-of takes a log position (1 or more)")
-    from ..replay import stream_state_as_of
+    from clawlog.actors.replay import stream_state_as_of
 
     found = await stream_state_as_of(store, stream, position=position)
     if found.events == 0:
@@ -162,7 +162,7 @@ def _message_text(message: dict[str, Any]) -> str:
 
 
 async def _rerun(store: EventStore, args: argparse.Namespace) -> int:
-    from ..replay import deny_tools, rerun
+    from clawlog.actors.replay import deny_tools, rerun
 
     agent, session_key = args.rerun
     if args.from_turn < 1 or (args.to_turn is not None and args.to_turn < args.from_turn):

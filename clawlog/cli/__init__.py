@@ -90,7 +90,7 @@ async def _run(args: argparse.Namespace) -> int:
             case "delegations":
                 await readers.delegations(store, overdue=args.overdue, as_json=args.json)
             case "rebuild":
-                from projections import ALL_PROJECTIONS, rebuild
+                from clawlog.projections import ALL_PROJECTIONS, rebuild
 
                 from .views import default_views_path
 
