@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README.md, .ci/run): installs what the tests need, starts the real
 # services they use on loopback, runs pytest, and stops the services again.
-#   - Python deps: the package with its test and dev extras (asyncpg, pytest, ruff, mypy)
+#   - Python deps: the package with its test and dev extras (asyncpg, pytest, ruff, mypy),
+#     installed into .venv (created if missing) unless a venv is already active
 #   - ruff (lint and format) and mypy, before any test
 #   - PostgreSQL (Debian's postgresql) on a free loopback port     -> scripts/postgres.sh
 #   - a Docker engine (Debian's docker.io) on a private socket,
@@ -11,10 +12,25 @@
 # In CI (CI set) a service that cannot be had fails its tests; it never skips them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The venv of the README's install command (.venv), unless one is already active: Debian's
+# own python3 refuses `pip install` outside a venv (PEP 668, externally-managed-environment).
+# Its bin/ goes first on PATH, so every `python3` below and in the helper scripts is the venv's.
+if [ -z "${VIRTUAL_ENV:-}" ]; then
+  if [ ! -x .venv/bin/python3 ]; then
+    python3 -m venv .venv 2>/dev/null || {
+      # Debian ships venv's ensurepip in a package of its own.
+      rm -rf .venv
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+      python3 -m venv .venv
+    }
+  fi
+  export VIRTUAL_ENV="$PWD/.venv"
+  export PATH="$VIRTUAL_ENV/bin:$PATH"
+fi
 python3 -m pip install -q --disable-pip-version-check -e '.[test,dev]'
 # House rule 10: lint, format and type checks are part of the test command.
 python3 -m ruff check .
-python3 -m ruff format --check actors events projections tools tests scripts
+python3 -m ruff format --check clawlog actors events projections tools tests scripts
 python3 -m mypy
 RUN_DIR=$(mktemp -d /tmp/clawlog-test.XXXXXX)
 chmod 755 "$RUN_DIR"
