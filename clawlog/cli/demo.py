@@ -10,15 +10,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.markup import escape
+
 from clawlog.actors.agents import AgentConfig
 from clawlog.actors.models import ScriptedModel
 from clawlog.actors.system import System
-from clawlog.events import StoreLocked
+from clawlog.events import EventStoreError
 from clawlog.tools.exec import ExecTool
 
 from . import readers
 from .demo_script import billing_brain, lead_brain, teammate_brain
-from .logfile import CliError, open_log
+from .errors import CliError
+from .logfile import describe, open_log
 from .render import console
 
 __all__ = ["run_demo"]
@@ -27,30 +30,44 @@ USER = "demo-user"
 
 
 async def run_demo(path: str) -> None:
-    try:
-        system = await System.open(Path(path))
-    except StoreLocked as exc:
-        raise CliError(str(exc)) from exc
+    system = await _open(path)
+    out = console()
     async with system:
         await _cast(system, path)
         run = await _run_number(system)
         chat = f"run-{run}"
-        console.print(f"[bold]clawlog demo[/bold]: run {run} on {path}")
-        console.print("user → lead: Plan the v1.0 release")
+        out.print(f"[bold]clawlog demo[/bold]: run {run} on {escape(path)}")
+        out.print("user → lead: Plan the v1.0 release")
         answer = await system.send(
             "lead", USER, "Plan the v1.0 release", channel="cli", chat_id=chat, user=USER
         )
-        console.print(f"lead → user: {answer}")
+        out.print(f"lead → user: {answer}", markup=False)
         await _wait_for_teammates(system, run)
         for text in ("I have a billing question", "Was invoice 42 paid?"):
-            console.print(f"user → ({await system.routed_agent('cli', chat) or 'lead'}): {text}")
+            agent = await system.routed_agent("cli", chat) or "lead"
+            out.print(f"user → ({agent}): {text}", markup=False)
             answer = await system.send("lead", USER, text, channel="cli", chat_id=chat, user=USER)
-            console.print(f"  ← {answer}")
+            out.print(f"  ← {answer}", markup=False)
     async with open_log(path) as store:
         await readers.board(store, "release", as_json=False)
         await readers.routes(store, as_json=False)
         await readers.history(store, "lead", USER, as_json=False)
         await readers.audit_refusals(store)
+
+
+async def _open(path: str) -> System:
+    """The demo's System on the SQLite file ``path`` (made if missing), or a CliError."""
+    if path.startswith(("postgresql://", "postgres://")):
+        raise CliError("the demo writes an SQLite file: give it a path, not a URL")
+    location = Path(path)
+    if location.is_dir():
+        raise CliError(f"{location} is a directory, not a clawlog log file")
+    if not location.parent.is_dir():
+        raise CliError(f"{location.parent}: no such directory")
+    try:
+        return await System.open(location)
+    except (EventStoreError, OSError) as exc:  # another writer, a foreign file, no access
+        raise CliError(describe(str(location), exc)) from exc
 
 
 async def _cast(system: System, path: str) -> None:

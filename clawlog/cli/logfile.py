@@ -1,44 +1,75 @@
-"""Opening a log file for the CLI, with clear messages for the usual mistakes."""
+"""Opening a log for the CLI, with one clear line for each usual mistake.
+
+This is the CLI's error boundary for the log: a missing or foreign file, a PostgreSQL
+server that cannot be reached or refuses us, a missing ``asyncpg``, and any store error
+while a command reads become a :class:`CliError` (one line on stderr, exit status 2).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from clawlog.events import (
-    EventStore,
-    EventStoreError,
-    NotAClawlogDatabase,
-    SqliteBackend,
-    open_store,
-)
+from clawlog.events import EventStore, EventStoreError, SqliteBackend, open_store
 
-__all__ = ["CliError", "open_log"]
+from .errors import CliError
 
+__all__ = ["describe", "open_log"]
 
-class CliError(Exception):
-    """A problem to report in one line, with exit status 2."""
+POSTGRES_HINT = "PostgreSQL logs need asyncpg: pip install 'clawlog[postgres]'"
 
 
 @contextlib.asynccontextmanager
 async def open_log(path: str | Path, *, read_only: bool = True) -> AsyncIterator[EventStore]:
     """Open an existing clawlog log (read-only by default, so a running writer is fine)."""
-    location = Path(path)
-    if str(path).startswith(("postgresql://", "postgres://")):
-        store = await open_store(str(path))
+    text = str(path)
+    if text.startswith(("postgresql://", "postgres://")):
+        store = await _open_postgres(text)
     else:
-        if not location.exists():
-            raise CliError(f"{location}: no such file (run `clawlog demo` to create one)")
-        if location.is_dir():
-            raise CliError(f"{location} is a directory, not a clawlog log file")
-        try:
-            store = await open_store(SqliteBackend(location, read_only=read_only))
-        except NotAClawlogDatabase as exc:
-            raise CliError(str(exc)) from exc
-        except EventStoreError as exc:
-            raise CliError(f"{location}: {exc}") from exc
+        store = await _open_sqlite(Path(path), read_only=read_only)
     try:
         yield store
+    except EventStoreError as exc:  # while reading: a lost server, a corrupt row
+        raise CliError(describe(_redacted(text), exc)) from exc
     finally:
         await store.close()
+
+
+async def _open_sqlite(location: Path, *, read_only: bool) -> EventStore:
+    if not location.exists():
+        raise CliError(f"{location}: no such file (run `clawlog demo` to create one)")
+    if location.is_dir():
+        raise CliError(f"{location} is a directory, not a clawlog log file")
+    try:
+        return await open_store(SqliteBackend(location, read_only=read_only))
+    except (EventStoreError, OSError) as exc:  # not a log, no access, a newer schema
+        raise CliError(describe(str(location), exc)) from exc
+
+
+async def _open_postgres(url: str) -> EventStore:
+    where = _redacted(url)
+    try:
+        import asyncpg
+
+        from clawlog.events.backends.postgres import PostgresBackend
+    except ImportError as exc:
+        raise CliError(f"{where}: {POSTGRES_HINT}") from exc
+    try:
+        return await open_store(PostgresBackend(url))
+    # Refusals (a wrong password, no such database) are PostgresErrors the store does not
+    # translate; a malformed URL is a ValueError; asyncpg's connect timeout a TimeoutError.
+    except (EventStoreError, asyncpg.PostgresError, OSError, ValueError, TimeoutError) as exc:
+        raise CliError(describe(where, exc)) from exc
+
+
+def describe(where: str, exc: BaseException) -> str:
+    """``exc`` as one line that names ``where`` (once)."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    return message if where in message else f"{where}: {message}"
+
+
+def _redacted(url: str) -> str:
+    """A URL without its password, fit for an error message."""
+    return re.sub(r"^(\w+://[^:/@]*):[^@/]*@", r"\1:***@", url)

@@ -10,7 +10,7 @@ from typing import Any
 from clawlog.events import EventStore
 from clawlog.projections import McpHealthReader, McpServerHealth, McpToolRow
 
-from .logfile import CliError
+from .errors import CliError
 from .render import console, emit_json, table
 from .views import read_models
 
@@ -63,7 +63,7 @@ async def mcp(
         emit_json(servers)
     elif not servers:
         what = f"in state {state!r}" if state else "in this log"
-        console.print(f"no MCP servers {what}")
+        console().print(f"no MCP servers {what}", markup=False)
     else:
         table("MCP servers", SERVER_COLUMNS, [server_row(s) for s in servers])
 

@@ -1,15 +1,12 @@
-"""Reader commands. ``tail`` reads the log itself; the others query the read models
-(projections), caught up with the log before each command (see ``views.py``)."""
+"""The reader commands over read models: ``history``, ``board``, ``routes``,
+``delegations`` and ``audit`` query the projections, caught up with the log before each
+command (see ``views.py``). ``tail`` reads the log itself (``tail.py``)."""
 
 from __future__ import annotations
 
-import datetime as dt
-from collections import deque
 from typing import Any
 
-import msgspec
-
-from clawlog.events import EventStore, RecordedEvent, UnknownEvent
+from clawlog.events import EventStore
 from clawlog.projections import (
     DelegationReader,
     HandoffRouteReader,
@@ -19,8 +16,8 @@ from clawlog.projections import (
     ToolAuditReader,
 )
 
-from .logfile import CliError
-from .render import console, emit_json, table
+from .errors import CliError
+from .render import emit_json, table
 from .views import read_models
 
 __all__ = [
@@ -30,70 +27,7 @@ __all__ = [
     "delegations",
     "history",
     "routes",
-    "summarize",
-    "tail",
 ]
-
-
-def summarize(recorded: RecordedEvent) -> str:
-    """A one-line description of an event's fields."""
-    event = recorded.event
-    fields = event.as_dict() if isinstance(event, UnknownEvent) else msgspec.to_builtins(event)
-    fields.pop("type", None)
-    parts = []
-    for key, value in fields.items():
-        if value in (None, "", [], {}, 0) and key not in ("version",):
-            continue
-        text = value if isinstance(value, str) else msgspec.json.encode(value).decode()
-        parts.append(f"{key}={text[:120]}")
-    return " ".join(parts)
-
-
-def _row(recorded: RecordedEvent) -> list[Any]:
-    when = dt.datetime.fromtimestamp(recorded.recorded_at, dt.UTC).strftime("%H:%M:%S.%f")[:-3]
-    return [recorded.position, when, recorded.stream, recorded.type, summarize(recorded)]
-
-
-async def tail(
-    store: EventStore,
-    *,
-    follow: bool,
-    last: int,
-    stream_prefix: str | None,
-    types: list[str] | None,
-    as_json: bool,
-) -> None:
-    """The last ``last`` events (0: all) that match the filters, up to the head as it is
-    now; with ``follow``, then every new match as it is appended."""
-    head = await store.head_position()
-    # With a filter the last N matches can lie anywhere: scan (filtered in SQL) from 1.
-    filtered = stream_prefix is not None or bool(types)
-    start = max(head - last + 1, 1) if last and not filtered else 1
-    window: deque[RecordedEvent] = deque(maxlen=last or None)
-    while start <= head:
-        page = await store.read_all(start, 1000, stream_prefix=stream_prefix, types=types)
-        window.extend(r for r in page if r.position <= head)
-        if len(page) < 1000:
-            break
-        start = page[-1].position + 1
-    _print_events(list(window), as_json)
-    if not follow:
-        return
-    async with store.subscribe(head + 1, stream_prefix=stream_prefix, types=types) as live:
-        async for recorded in live:
-            _print_events([recorded], as_json)
-
-
-def _print_events(events: list[RecordedEvent], as_json: bool) -> None:
-    if as_json:
-        for recorded in events:
-            emit_json(recorded)
-        return
-    for recorded in events:
-        position, when, stream, type_, text = _row(recorded)
-        console.print(
-            f"[dim]{position:>7} {when}[/dim] [cyan]{stream}[/cyan] [bold]{type_}[/bold] {text}"
-        )
 
 
 #: How each kind of history line reads: (who, text).

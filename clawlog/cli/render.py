@@ -1,33 +1,70 @@
-"""Output for the CLI: rich tables for people, JSON lines for programs."""
+"""Output for the CLI: tables and event lines for people, JSON for programs.
+
+On a terminal rich draws tables and colours. Anywhere else (a pipe, a file) nothing is
+wrapped: tables get an unbounded width and event lines are plain text, so
+``clawlog tail | grep`` sees one event per line. rich is imported only when something
+is drawn with it, which keeps ``clawlog tail | ...`` quick to start.
+"""
 
 from __future__ import annotations
 
-import json
+import functools
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-from rich.console import Console
-from rich.table import Table
 
-__all__ = ["console", "emit_json", "table"]
+if TYPE_CHECKING:
+    from rich.console import Console
 
-console = Console(highlight=False)
+__all__ = ["console", "emit_json", "event_line", "table"]
+
+#: The width rich is given when stdout is not a terminal: no table row ever wraps.
+_UNWRAPPED = 1_000_000
+
+
+@functools.cache
+def console() -> Console:
+    """The rich console for stdout (made on first use)."""
+    from rich.console import Console
+
+    out = Console(highlight=False)
+    if not out.is_terminal:
+        out.width = _UNWRAPPED
+        out.soft_wrap = True
+    return out
 
 
 def table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-    view = Table(title=title, title_justify="left", show_lines=False)
+    """A table; cells are text as is (a ``[tag]`` in a task subject is not markup)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    view = Table(title=Text(title, "table.title"), title_justify="left", show_lines=False)
     for column in columns:
         view.add_column(column, overflow="fold")
     for row in rows:
-        view.add_row(*(_cell(v) for v in row))
-    console.print(view)
+        view.add_row(*(Text(_cell(v)) for v in row))
+    console().print(view)
 
 
-def emit_json(items: Any) -> None:
-    """One JSON document on stdout (lists stay lists)."""
-    sys.stdout.write(json.dumps(msgspec.to_builtins(items), ensure_ascii=False, indent=None))
+def event_line(position: int, when: str, stream: str, type_: str, text: str) -> None:
+    """One event on one line: dim position and time, the stream, the type, the fields."""
+    if not sys.stdout.isatty():
+        sys.stdout.write(f"{position:>7} {when} {stream} {type_} {text}\n")
+        return
+    from rich.text import Text
+
+    line = Text.assemble(
+        (f"{position:>7} {when}", "dim"), " ", (stream, "cyan"), " ", (type_, "bold"), " ", text
+    )
+    console().print(line, soft_wrap=True)
+
+
+def emit_json(document: Any) -> None:
+    """One JSON document on one line of stdout (a JSON Lines stream calls it per item)."""
+    sys.stdout.write(msgspec.json.encode(document).decode())
     sys.stdout.write("\n")
 
 

@@ -10,60 +10,28 @@ The log is only read: a re-run drives the agent loop on a throwaway in-memory Sy
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from rich.markup import escape
 
 from clawlog.events import EventStore
 from clawlog.projections import TimelineQuery
 from clawlog.projections.replay import timeline
 
-from .logfile import CliError
+from .errors import CliError
 from .render import console, emit_json, table
+from .tail import print_event
 
 if TYPE_CHECKING:
     from clawlog.actors.replay import RerunReport
 
-__all__ = ["add_replay_arguments", "parse_time", "replay"]
-
-
-def add_replay_arguments(command: argparse.ArgumentParser) -> None:
-    """The options of ``clawlog replay`` (``--db`` and ``--json`` come with every reader)."""
-    what = command.add_argument_group("what to show (default: the timeline)")
-    what.add_argument("--as-of", type=int, metavar="POSITION", help="state of --stream then")
-    what.add_argument("--rerun", nargs=2, metavar=("AGENT", "SESSION"), help="re-run a session")
-    filters = command.add_argument_group("timeline filters (all must match)")
-    filters.add_argument("--stream")
-    filters.add_argument("--stream-prefix")
-    filters.add_argument("--correlation", help="correlation id (a turn, a job)")
-    filters.add_argument("--actor", help="writer actor path (and the paths below it)")
-    filters.add_argument("--type", action="append", dest="types", help="tag or 'tool.*'")
-    filters.add_argument("--since", type=parse_time, help="ISO time or epoch seconds")
-    filters.add_argument("--until", type=parse_time, help="ISO time or epoch (exclusive)")
-    filters.add_argument("-n", "--limit", type=int, default=0, help="at most N events")
-    rerun_options = command.add_argument_group("re-run options")
-    rerun_options.add_argument("--deny", action="append", default=[], metavar="TOOL")
-    rerun_options.add_argument("--from-turn", type=int, default=1)
-    rerun_options.add_argument("--to-turn", type=int)
-
-
-def parse_time(text: str) -> float:
-    """Epoch seconds, or an ISO 8601 time (UTC when it has no offset)."""
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        when = dt.datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not an ISO time or epoch seconds: {text!r}") from exc
-    return (when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp()
+__all__ = ["print_report", "replay"]
 
 
 async def replay(store: EventStore, args: argparse.Namespace) -> int:
     """Run the replay command; the exit status is 1 when a re-run diverged, else 0."""
-    # Imported here: every command builds this module's parser, few run the engine.
+    # Imported here, not at the top: the runtime loads only when a replay runs.
     from clawlog.actors.replay import ReplayError
 
     try:
@@ -90,8 +58,6 @@ def _filters(args: argparse.Namespace) -> bool:
 
 
 async def _timeline(store: EventStore, args: argparse.Namespace) -> None:
-    from .readers import summarize
-
     query = TimelineQuery(
         stream=args.stream,
         stream_prefix=args.stream_prefix,
@@ -104,17 +70,9 @@ async def _timeline(store: EventStore, args: argparse.Namespace) -> None:
     shown = 0
     async for recorded in timeline(store, query, limit=args.limit or None):
         shown += 1
-        if args.json:
-            emit_json(recorded)
-            continue
-        when = dt.datetime.fromtimestamp(recorded.recorded_at, dt.UTC).strftime("%H:%M:%S.%f")
-        console.print(
-            f"[dim]{recorded.position:>7} {when[:-3]}[/dim] [cyan]{recorded.stream}[/cyan] "
-            f"[bold]{recorded.type}[/bold] {summarize(recorded)}",
-            soft_wrap=True,
-        )
+        print_event(recorded, as_json=args.json)
     if not shown and not args.json:
-        console.print("[dim]no events match[/dim]")
+        console().print("[dim]no events match[/dim]")
 
 
 async def _as_of(store: EventStore, stream: str, position: int, *, as_json: bool) -> None:
@@ -137,8 +95,8 @@ async def _as_of(store: EventStore, stream: str, position: int, *, as_json: bool
             }
         )
         return
-    console.print(
-        f"[bold]{stream}[/bold] as of position {position} "
+    console().print(
+        f"[bold]{escape(stream)}[/bold] as of position {position} "
         f"({found.events} events, the last at {found.position})"
     )
     if stream.startswith("team/"):
@@ -151,9 +109,9 @@ async def _as_of(store: EventStore, stream: str, position: int, *, as_json: bool
         rows = [[m["role"], _message_text(m)] for m in state["messages"]]
         table("conversation", ["role", "text"], rows)
         state.pop("messages")
-        console.print_json(data=state)
+        console().print_json(data=state)
     else:
-        console.print_json(data=state)
+        console().print_json(data=state)
 
 
 def _message_text(message: dict[str, Any]) -> str:
@@ -184,23 +142,26 @@ async def _rerun(store: EventStore, args: argparse.Namespace) -> int:
 
 def print_report(report: RerunReport, *, denied: list[str]) -> None:
     change = f"denying {', '.join(denied)}" if denied else "the recorded config"
-    console.print(
-        f"[bold]re-run of {report.stream}[/bold] ({change}, {report.model} model replies, "
-        f"tool results from the log): {report.turns} turn(s) replayed",
+    out = console()
+    out.print(
+        f"[bold]re-run of {escape(report.stream)}[/bold] ({escape(change)}, "
+        f"{report.model} model replies, tool results from the log): "
+        f"{report.turns} turn(s) replayed",
         soft_wrap=True,
     )
     same = f"{report.model_replies} model replies and {report.tool_calls} tool calls"
     if report.divergence is None:
-        console.print(f"[green]matched[/green]: {same} as recorded")
+        out.print(f"[green]matched[/green]: {same} as recorded")
     else:
         d = report.divergence
         call = f", call {d.call_id} {d.tool}" if d.call_id else ""
-        console.print(
+        out.print(
             f"[red]diverged[/red] ({d.kind}) at position {d.position}: turn {d.turn} "
-            f"({d.turn_id}), model iteration {d.iteration}{call}; {same} matched before"
+            f"({escape(d.turn_id)}), model iteration {d.iteration}{escape(call)}; "
+            f"{same} matched before"
         )
-        console.print(f"  recorded: {d.recorded}")
-        console.print(f"  now:      {d.now}")
+        out.print(f"  recorded: {d.recorded}", markup=False)
+        out.print(f"  now:      {d.now}", markup=False)
     for note in report.context:
         if note.what == "tools":
             text = f"the tools offered differ ({note.now})"
@@ -208,4 +169,4 @@ def print_report(report: RerunReport, *, denied: list[str]) -> None:
             what = {"messages": "conversation"}.get(note.what, note.what.replace("_", " "))
             text = f"the {what} differs: recorded {note.recorded!r}, "
             text += f"now {note.now!r}"
-        console.print(f"context at position {note.position}: {text}", soft_wrap=True)
+        out.print(f"context at position {note.position}: {text}", markup=False)

@@ -27,7 +27,7 @@ from clawlog.projections import (
     views_path_for,
 )
 
-from .logfile import CliError
+from .errors import CliError
 
 __all__ = ["default_views_path", "read_models"]
 

@@ -3,21 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).parents[2]
-
-
-def clawlog(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "clawlog", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+from .support import clawlog
 
 
 def test_demo_runs_and_continues_the_same_log(tmp_path: Path) -> None:

@@ -1,0 +1,293 @@
+"""The command line of ``clawlog``: every command and option, with what it does.
+
+Only argparse is imported here, so ``clawlog --help`` and a mistyped option answer at
+once, without loading the log, the read models or the runtime. The global options
+(``--db``, ``--json``, ``-v``, ``-q``) are accepted before or after the command: each
+command repeats them with no default of its own, so one given before the command is not
+reset by the command's parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+__all__ = ["DEFAULT_DB", "build_parser", "parse_time"]
+
+DEFAULT_DB = "clawlog-demo.db"
+
+#: The commands whose ``--json`` output is one JSON document (the others stream lines).
+_SNAPSHOTS = ("history", "board", "routes", "delegations", "audit", "mcp", "rebuild")
+
+_DESCRIPTION = """\
+clawlog: an event-sourced actor backend for LLM agents.
+
+`clawlog demo` writes a log; every other command only reads one (an SQLite file or a
+PostgreSQL database), so it is safe to run beside a live system."""
+
+_EPILOG = f"""\
+output:
+  For people: tables and one line per event, never wrapped when not on a terminal.
+  With --json: one JSON document (an object or an array) for the snapshot commands
+  ({", ".join(_SNAPSHOTS)}, replay --as-of, replay --rerun),
+  and JSON Lines, one event object per line, for the streams (tail, the replay
+  timeline). Log messages and errors go to stderr only, so stdout always parses.
+
+exit status:
+  0 done, 1 a replay --rerun diverged (or stdout was closed early), 2 a usage
+  error or a problem with the log (one line on stderr), 130 interrupted."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line on stderr, with exit status 2 (argparse's own status)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+class _VersionAction(argparse.Action):
+    """``--version``; the version is looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        from clawlog import __version__
+
+        sys.stdout.write(f"clawlog {__version__}\n")
+        parser.exit(0)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="clawlog",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action=_VersionAction, help="print the version and exit")
+    _add_global_options(parser, top=True)
+    commands = parser.add_subparsers(
+        title="commands",
+        dest="command",
+        required=True,
+        metavar="COMMAND",
+        help="one of these; `clawlog COMMAND --help` shows its options",
+    )
+    for name, summary, details, add_arguments in _COMMANDS:
+        command = commands.add_parser(name, help=summary, description=f"{summary}. {details}")
+        _add_global_options(command, top=False, json=name != "demo")
+        if add_arguments is not None:
+            add_arguments(command)
+    return parser
+
+
+def _add_history(history: argparse.ArgumentParser) -> None:
+    history.add_argument("agent", help="the agent's key (e.g. lead)")
+    history.add_argument("session_key", help="the session's key, usually the user (demo-user)")
+
+
+def _add_board(board: argparse.ArgumentParser) -> None:
+    board.add_argument("team_id", help="the team's id (e.g. release)")
+
+
+def _add_delegations(delegations: argparse.ArgumentParser) -> None:
+    delegations.add_argument(
+        "--overdue", action="store_true", help="only those past their deadline without an outcome"
+    )
+
+
+def _add_rebuild(rebuild: argparse.ArgumentParser) -> None:
+    rebuild.add_argument(
+        "--views", metavar="FILE", help="the read-model file (default: the readers' own)"
+    )
+
+
+def _add_global_options(parser: argparse.ArgumentParser, *, top: bool, json: bool = True) -> None:
+    def default(value: Any) -> Any:
+        return value if top else argparse.SUPPRESS
+
+    options = parser.add_argument_group("global options (before or after the command)")
+    options.add_argument(
+        "--db",
+        metavar="LOG",
+        default=default(DEFAULT_DB),
+        help=f"the log: an SQLite file or a postgresql:// URL (default: {DEFAULT_DB})",
+    )
+    if json:
+        options.add_argument(
+            "--json",
+            action="store_true",
+            default=default(False),
+            help="machine-readable output on stdout: one JSON document, or JSON Lines "
+            "for tail and the replay timeline",
+        )
+    options.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=default(0),
+        help="log more on stderr: -v info, -vv debug (default: warnings and errors)",
+    )
+    options.add_argument(
+        "-q", "--quiet", action="store_true", default=default(False), help="log only errors"
+    )
+
+
+def _add_tail(tail: argparse.ArgumentParser) -> None:
+    tail.add_argument(
+        "-f", "--follow", action="store_true", help="then print new events as they are appended"
+    )
+    tail.add_argument(
+        "-n",
+        "--last",
+        type=_count,
+        default=50,
+        metavar="N",
+        help="the last N matching events (0: all; default 50)",
+    )
+    tail.add_argument(
+        "--stream-prefix", metavar="PREFIX", help="only streams starting with PREFIX (session/)"
+    )
+    tail.add_argument(
+        "--type",
+        action="append",
+        dest="types",
+        metavar="TYPE",
+        help="only events of this exact type (tool.call_refused); repeat for several",
+    )
+
+
+def _add_audit(audit: argparse.ArgumentParser) -> None:
+    audit.add_argument("--tool", metavar="NAME", help="only calls of this tool (exec)")
+    audit.add_argument("--refused", action="store_true", help="only refused calls")
+
+
+def _add_mcp(mcp: argparse.ArgumentParser) -> None:
+    mcp.add_argument("--server", metavar="NAME", help="one server in detail: its tools and grants")
+    mcp.add_argument(
+        "--state", help="only servers in this state (connected, failed, disconnected, ...)"
+    )
+    mcp.add_argument("--all", action="store_true", help="include removed servers")
+
+
+def _add_replay(command: argparse.ArgumentParser) -> None:
+    what = command.add_argument_group("what to show (default: the timeline)")
+    what.add_argument(
+        "--as-of",
+        type=int,
+        metavar="POSITION",
+        help="the state of --stream as of this log position (one JSON document with --json)",
+    )
+    what.add_argument(
+        "--rerun",
+        nargs=2,
+        metavar=("AGENT", "SESSION"),
+        help="re-run a session's turns on a throwaway System and compare with the log",
+    )
+    filters = command.add_argument_group("timeline filters (all must match)")
+    filters.add_argument("--stream", help="one stream (team/release, session/lead/demo-user)")
+    filters.add_argument("--stream-prefix", metavar="PREFIX", help="streams starting with PREFIX")
+    filters.add_argument("--correlation", metavar="ID", help="correlation id (a turn, a job)")
+    filters.add_argument("--actor", metavar="PATH", help="writer actor path (and those below it)")
+    filters.add_argument(
+        "--type",
+        action="append",
+        dest="types",
+        metavar="TYPE",
+        help="event type, or a family such as 'tool.*'; repeat for several",
+    )
+    filters.add_argument(
+        "--since", type=parse_time, metavar="TIME", help="ISO time or epoch seconds"
+    )
+    filters.add_argument(
+        "--until", type=parse_time, metavar="TIME", help="ISO time or epoch (exclusive)"
+    )
+    filters.add_argument(
+        "-n", "--limit", type=_count, default=0, metavar="N", help="at most N events (0: all)"
+    )
+    rerun = command.add_argument_group("re-run options")
+    rerun.add_argument(
+        "--deny",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="re-run as if this tool were denied; repeat for several",
+    )
+    rerun.add_argument(
+        "--from-turn", type=int, default=1, metavar="N", help="first turn to re-run (default 1)"
+    )
+    rerun.add_argument("--to-turn", type=int, metavar="N", help="last turn (default: the last)")
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"not a count (0 or more): {text!r}")
+    return value
+
+
+def parse_time(text: str) -> float:
+    """Epoch seconds, or an ISO 8601 time (UTC when it has no offset)."""
+    import datetime as dt  # only when a time is given
+
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        when = dt.datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an ISO time or epoch seconds: {text!r}") from exc
+    return (when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp()
+
+
+_SNAPSHOT_JSON = "--json prints one JSON document."
+_STREAM_JSON = "--json prints JSON Lines: one event object per line."
+
+#: Every command: its name, what it does (listed by ``clawlog --help``), more for its own
+#: ``--help``, and what adds its own arguments.
+_COMMANDS: tuple[tuple[str, str, str, Callable[[argparse.ArgumentParser], None] | None], ...] = (
+    (
+        "demo",
+        "run a scripted release team on an SQLite log, then show what the log says",
+        "Creates the log, or continues it: a second run adds to the same sessions and board.",
+        None,
+    ),
+    ("tail", "print the log's last events; -f follows new ones", _STREAM_JSON, _add_tail),
+    (
+        "history",
+        "a session's conversation: messages, tool calls, approvals and replies",
+        _SNAPSHOT_JSON,
+        _add_history,
+    ),
+    ("board", "a team's task board: tasks, status, who claimed them", _SNAPSHOT_JSON, _add_board),
+    ("routes", "which agent answers each chat after a handoff", _SNAPSHOT_JSON, None),
+    (
+        "delegations",
+        "every delegation's lifecycle: source, target, status",
+        _SNAPSHOT_JSON,
+        _add_delegations,
+    ),
+    ("audit", "tool calls: refusals, approvals and outcomes", _SNAPSHOT_JSON, _add_audit),
+    ("mcp", "MCP servers: state, transport, tools, last error", _SNAPSHOT_JSON, _add_mcp),
+    (
+        "rebuild",
+        "rebuild every read model from position 1, then swap it in atomically",
+        "The readers keep their read models up to date on their own; rebuild after a "
+        "projection failed or changed. --json prints {views, position}.",
+        _add_rebuild,
+    ),
+    (
+        "replay",
+        "a timeline of events, a stream's state as of a position, or a session re-run",
+        "With --json the timeline is JSON Lines; --as-of and --rerun print one document. "
+        "A re-run that diverges from the log exits with status 1.",
+        _add_replay,
+    ),
+)

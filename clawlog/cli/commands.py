@@ -1,0 +1,129 @@
+"""What each ``clawlog`` command runs, given its parsed arguments.
+
+Each command imports what it needs when it runs: ``tail`` only the log, the readers the
+read models, ``demo`` and ``replay`` the runtime.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from clawlog.events import EventStore
+
+from .errors import CliError
+from .logfile import open_log
+
+__all__ = ["run_command"]
+
+
+async def run_command(args: argparse.Namespace) -> int:
+    """Run one command; returns the exit status (``replay --rerun``: 1 if it diverged)."""
+    if args.command == "demo":
+        if args.json:
+            raise CliError("demo prints for people; run a reader with --json (clawlog --help)")
+        from .demo import run_demo
+
+        await run_demo(args.db)
+        return 0
+    async with open_log(args.db) as store:
+        return await _READERS[args.command](store, args)
+
+
+async def _tail(store: EventStore, args: argparse.Namespace) -> int:
+    from .tail import tail
+
+    await tail(
+        store,
+        follow=args.follow,
+        last=args.last,
+        stream_prefix=args.stream_prefix,
+        types=args.types,
+        as_json=args.json,
+    )
+    return 0
+
+
+async def _history(store: EventStore, args: argparse.Namespace) -> int:
+    from .readers import history
+
+    await history(store, args.agent, args.session_key, as_json=args.json)
+    return 0
+
+
+async def _board(store: EventStore, args: argparse.Namespace) -> int:
+    from .readers import board
+
+    await board(store, args.team_id, as_json=args.json)
+    return 0
+
+
+async def _routes(store: EventStore, args: argparse.Namespace) -> int:
+    from .readers import routes
+
+    await routes(store, as_json=args.json)
+    return 0
+
+
+async def _delegations(store: EventStore, args: argparse.Namespace) -> int:
+    from .readers import delegations
+
+    await delegations(store, overdue=args.overdue, as_json=args.json)
+    return 0
+
+
+async def _audit(store: EventStore, args: argparse.Namespace) -> int:
+    from .readers import audit
+
+    await audit(store, tool=args.tool, refused=args.refused, as_json=args.json)
+    return 0
+
+
+async def _mcp(store: EventStore, args: argparse.Namespace) -> int:
+    from .mcp import mcp
+
+    await mcp(
+        store, server=args.server, state=args.state, include_removed=args.all, as_json=args.json
+    )
+    return 0
+
+
+async def _rebuild(store: EventStore, args: argparse.Namespace) -> int:
+    from clawlog.projections import ALL_PROJECTIONS, ProjectionError, rebuild
+
+    from .logfile import describe
+    from .render import emit_json
+    from .views import default_views_path
+
+    # The file the readers query (PostgreSQL logs keep theirs under ~/.cache).
+    views = args.views or str(default_views_path(store))
+    projections = [p() for p in ALL_PROJECTIONS]
+    progress = not args.json and sys.stderr.isatty()  # a bar is for people watching
+    try:
+        head = await rebuild(store, views, projections, show_progress=progress)
+    except (ProjectionError, OSError) as exc:  # a foreign or unwritable views file
+        raise CliError(describe(views, exc)) from exc
+    if args.json:
+        emit_json({"views": views, "position": head})
+    else:
+        print(f"rebuilt {views} up to position {head}")
+    return 0
+
+
+async def _replay(store: EventStore, args: argparse.Namespace) -> int:
+    from .replay import replay
+
+    return await replay(store, args)
+
+
+_READERS = {
+    "tail": _tail,
+    "history": _history,
+    "board": _board,
+    "routes": _routes,
+    "delegations": _delegations,
+    "audit": _audit,
+    "mcp": _mcp,
+    "rebuild": _rebuild,
+    "replay": _replay,
+}
