@@ -19,7 +19,8 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
 import pykka
-import structlog
+
+from clawlog.events.logging import get_logger
 
 from .errors import ActorDead, AskTimeout, HubError
 
@@ -34,7 +35,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-_log = structlog.get_logger("clawlog.actors.hub")
+_log = get_logger(__name__)
 
 
 class LoopReply:

@@ -16,15 +16,14 @@ import socket
 import uuid
 from typing import Any
 
-import structlog
-
 from clawlog.events.backends.base import LeaseBackend
+from clawlog.events.logging import get_logger
 
 from .errors import ActorError
 
 __all__ = ["StreamOwnedElsewhere", "StreamOwnership"]
 
-_log = structlog.get_logger("clawlog.ownership")
+_log = get_logger(__name__)
 
 
 class StreamOwnedElsewhere(ActorError):

@@ -8,9 +8,9 @@ from collections.abc import Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pykka
-import structlog
 
 from clawlog.events import EventStore
+from clawlog.events.logging import get_logger
 
 from ._bridge import Hub, ask_async, ask_blocking
 from .errors import ActorDead, SystemClosed
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["ActorHandle", "Runtime"]
 
 R = TypeVar("R")
-_log = structlog.get_logger("clawlog.actors")
+_log = get_logger(__name__)
 
 
 class Runtime:

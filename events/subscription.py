@@ -13,17 +13,16 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-import structlog
-
 from .envelope import RecordedEvent
 from .errors import StoreClosed, StoreUnavailable
+from .logging import get_logger
 
 if TYPE_CHECKING:
     from .store import EventStore
 
 __all__ = ["Subscription"]
 
-_log = structlog.get_logger("clawlog.events.subscription")
+_log = get_logger(__name__)
 
 
 class Subscription:

@@ -14,7 +14,6 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-import structlog
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -26,6 +25,7 @@ from rich.progress import (
 )
 
 from clawlog.events import EventStore
+from clawlog.events.logging import get_logger
 
 from ._db import connect_views, on_thread
 from .base import Projection
@@ -33,7 +33,7 @@ from .runner import ProjectionRunner
 
 __all__ = ["rebuild"]
 
-_log = structlog.get_logger("clawlog.projections.rebuild")
+_log = get_logger(__name__)
 
 
 async def rebuild(

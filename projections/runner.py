@@ -21,9 +21,9 @@ from types import TracebackType
 from typing import Literal
 
 import aiosqlite
-import structlog
 
 from clawlog.events import CorruptEvent, EventStore
+from clawlog.events.logging import get_logger
 
 from ._apply import Batch, ProjectionStatus, apply_batch, create_indexes, prepare
 from ._db import connect_views, on_thread, views_path_for
@@ -33,7 +33,7 @@ from .errors import NotCaughtUp, ProjectionError, ProjectionFailed, ReadModelsUn
 
 __all__ = ["ProjectionRunner", "ProjectionStatus"]
 
-_log = structlog.get_logger("clawlog.projections")
+_log = get_logger(__name__)
 Progress = Callable[[int, int], None]
 
 

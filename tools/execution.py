@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-import structlog
 
 from clawlog.events import Event
 from clawlog.events.domain.tool import (
@@ -17,6 +16,7 @@ from clawlog.events.domain.tool import (
     ToolCallRefused,
     ToolCallStarted,
 )
+from clawlog.events.logging import get_logger
 
 from .context import ToolContext
 from .decisions import Outcome, Refused, ToolPlan
@@ -34,7 +34,7 @@ __all__ = [
     "started_event",
 ]
 
-_log = structlog.get_logger("clawlog.tools")
+_log = get_logger(__name__)
 _json = msgspec.json.Decoder()
 
 

@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import msgspec
-import structlog
 
+from clawlog.events.logging import get_logger
 from clawlog.tools import DuplicateTool, ProtectedName, ToolContext, UnknownTool
 
 from ..agents.config import AgentConfig
@@ -30,7 +30,7 @@ __all__ = ["McpGateway"]
 
 #: ``group:native`` in an allow list matches every tool that is not an MCP tool.
 _NATIVE = "group:native"
-_log = structlog.get_logger("clawlog.mcp")
+_log = get_logger(__name__)
 
 
 class McpGateway(PipelineGateway):

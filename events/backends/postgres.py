@@ -19,10 +19,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
-import structlog
 
 from ..envelope import EventMetadata, NewRecord, StoredRecord
 from ..errors import NotAClawlogDatabase, StoreClosed, StoreUnavailable
+from ..logging import get_logger
 from .base import SnapshotRecord
 from .postgres_sql import SCHEMA_VERSION, ddl
 from .postgres_writer import UNAVAILABLE as _UNAVAILABLE
@@ -30,7 +30,7 @@ from .postgres_writer import PostgresWriter
 
 __all__ = ["PostgresBackend"]
 
-_log = structlog.get_logger("clawlog.events.postgres")
+_log = get_logger(__name__)
 _COLUMNS = (
     "position, stream, version, type, schema_version, payload, recorded_at, "
     "correlation_id, causation_id, actor, idempotency_key"

@@ -25,10 +25,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import asyncpg
-import structlog
 
 from ..envelope import EventMetadata, NewRecord, StoredRecord
 from ..errors import EventStoreError, IdempotencyKeyReused, StoreUnavailable, VersionConflict
+from ..logging import get_logger
 from .base import ANY, NO_STREAM
 from .postgres_sql import APPEND_KINDS, append_known_sql, append_sql
 
@@ -45,7 +45,7 @@ UNAVAILABLE = (
 _APPENDED, _DUPLICATE, _CONFLICT, _KEY_REUSED = (
     APPEND_KINDS[k] for k in ("appended", "duplicate", "conflict", "key_reused")
 )
-_log = structlog.get_logger("clawlog.events.postgres")
+_log = get_logger(__name__)
 _MAX_KNOWN = 100_000
 ReadSpan = Callable[[int, int], Awaitable[list[StoredRecord]]]
 

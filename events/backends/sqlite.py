@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import aiosqlite
-import structlog
 
 from ..envelope import EventMetadata, NewRecord, StoredRecord
 from ..errors import EventStoreError, StoreClosed, StoreUnavailable
+from ..logging import get_logger
 from .aiosqlite_calls import call_on_thread
 from .base import SnapshotRecord
 from .sqlite_schema import WriterLock, check_schema
@@ -31,7 +31,7 @@ from .sqlite_writer import AppendRequest, BatchWriter, Outcome, SnapshotRequest
 
 __all__ = ["SqliteBackend"]
 
-_log = structlog.get_logger("clawlog.events.sqlite")
+_log = get_logger(__name__)
 _COLUMNS = (
     "position, stream, version, type, schema_version, payload, recorded_at, "
     "correlation_id, causation_id, actor, idempotency_key"

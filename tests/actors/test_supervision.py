@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
-import structlog
 
 from clawlog.actors import (
     ActorCrashed,
@@ -20,6 +21,11 @@ from clawlog.actors import (
 from clawlog.events import ANY, VersionConflict
 from tests.actors.conftest import FAST
 from tests.actors.sample import Add, Added, Counter, Crash, CrashTold, Get, SnapshottingCounter
+
+
+def clawlog_logs(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    """The fields of each clawlog record captured so far (its key-values are attributes)."""
+    return [vars(r) for r in caplog.records if r.name.startswith("clawlog.")]
 
 
 async def types_of(system: System, stream: str) -> list[str]:
@@ -75,7 +81,7 @@ async def test_escalation_after_too_many_failures_stops_the_actor(system: System
         with pytest.raises(ActorCrashed):
             await counter.ask(Crash())
     with pytest.raises(ActorDead):
-        await asyncio.wait_for(counter.ask(Get()), 1)
+        await asyncio.wait_for(counter.ask(Get()), 30)  # ActorDead at once; 30 s: a hang
     types = await _wait_for_type(system, "counter/d", "actor.stopped")
     assert types.count("actor.failed") == FAST.max_failures + 1
     assert types.count("actor.restarted") == FAST.max_failures
@@ -137,16 +143,19 @@ async def test_ask_to_a_stopped_actor_fails_at_once_and_is_a_dead_letter(system:
 
 
 async def test_second_writer_on_a_stream_stops_the_actor_loudly_and_overwrites_nothing(
-    system: System,
+    system: System, caplog: pytest.LogCaptureFixture
 ) -> None:
     counter = await system.spawn(Counter, "counter/f")
     await counter.ask(Add(amount=1))
     await system.store.append("counter/f", [Added(amount=100)], expected_version=ANY)
-    with structlog.testing.capture_logs() as logs, pytest.raises(VersionConflict):
+    caplog.set_level(logging.DEBUG, logger="clawlog")
+    caplog.clear()
+    with pytest.raises(VersionConflict):
         await counter.ask(Add(amount=2))
+    logs = clawlog_logs(caplog)
     with pytest.raises(ActorDead):
         await counter.ask(Get())
-    assert any(log["log_level"] == "critical" and log["actor"] == "counter/f" for log in logs)
+    assert any(log["levelname"] == "CRITICAL" and log["actor"] == "counter/f" for log in logs)
     amounts = [
         e.event.amount
         for e in await system.store.read_stream("counter/f")
@@ -171,11 +180,15 @@ async def test_state_survives_a_process_restart_through_snapshots(db_path: Path)
         assert started[-1].from_snapshot is not None and started[-1].from_snapshot >= 10  # type: ignore[union-attr]
 
 
-async def test_failure_logs_carry_actor_stream_and_correlation(system: System) -> None:
+async def test_failure_logs_carry_actor_stream_and_correlation(
+    system: System, caplog: pytest.LogCaptureFixture
+) -> None:
     counter = await system.spawn(Counter, "counter/g")
-    with structlog.testing.capture_logs() as logs, pytest.raises(ActorCrashed):
+    caplog.set_level(logging.DEBUG, logger="clawlog")
+    caplog.clear()
+    with pytest.raises(ActorCrashed):
         await counter.ask(Crash(correlation_id="turn-42"))
-    [failure] = [log for log in logs if log["event"] == "actor failed"]
+    [failure] = [log for log in clawlog_logs(caplog) if log["event"] == "actor failed"]
     assert (failure["actor"], failure["stream"]) == ("counter/g", "counter/g")
     assert failure["correlation_id"] == "turn-42"
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from structlog.testing import capture_logs
 
 from clawlog.events import (
     ANY,
@@ -119,7 +119,9 @@ async def test_close_commits_every_append_accepted_before_it(tmp_path: Path) -> 
         assert [e.position for e in await reader.read_all()] == list(range(1, 21))
 
 
-async def test_a_failed_commit_answers_every_caller_and_writes_nothing(tmp_path: Path) -> None:
+async def test_a_failed_commit_answers_every_caller_and_writes_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "log.db"
     async with await open_store(SqliteBackend(path), registry=registry()) as store:
         await store.append("s/ok", [Noted(text="before")], NO_STREAM)
@@ -130,13 +132,15 @@ async def test_a_failed_commit_answers_every_caller_and_writes_nothing(tmp_path:
             "BEGIN SELECT json('{not json'); END"
         )
         [first] = await store.append("s/ok", [Noted(text="first")], 1)
-        with capture_logs() as logs:
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG, logger="clawlog"):
             # Queued in one go, so the writer thread takes both as one batch.
             failures = await asyncio.gather(
                 store.append("s/boom", [Noted(text="refused")], NO_STREAM),
                 store.append("s/ok", [Noted(text="same batch")], 2),
                 return_exceptions=True,
             )
+        logs = [vars(r) for r in caplog.records if r.name.startswith("clawlog.")]
         assert [(log["event"], log["batch"]) for log in logs] == [("sqlite batch commit failed", 2)]
         assert first.position == 2
         assert all(isinstance(f, StoreUnavailable) for f in failures)

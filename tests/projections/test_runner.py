@@ -3,12 +3,13 @@ read-your-writes, and its own file next to the log."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from structlog.testing import capture_logs
 
 from clawlog.events import EventStore, open_store
 from clawlog.projections import (
@@ -25,6 +26,11 @@ from clawlog.projections import (
     views_path_for,
 )
 from tests.projections.support import PositionLog, TurnTexts, rows, write_turns
+
+
+def clawlog_logs(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
+    """The fields of each clawlog record captured so far (its key-values are attributes)."""
+    return [vars(r) for r in caplog.records if r.name.startswith("clawlog.")]
 
 
 @pytest.fixture
@@ -78,12 +84,13 @@ async def test_resumes_from_its_checkpoint_without_duplicates(
 
 
 async def test_a_failing_projection_is_marked_failed_at_its_position_while_another_goes_on(
-    store: EventStore, tmp_path: Path
+    store: EventStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     views = tmp_path / "views.db"
     written = await write_turns(store, "session/a/u", ["first", "second", "poison", "fourth"])
     poison = written[4].position
-    with capture_logs() as logs:
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="clawlog"):
         async with ProjectionRunner(store, views, [TurnTexts(), SessionHistory()]) as runner:
             assert await runner.catch_up() == 8
             await write_turns(store, "session/a/u", ["fifth"])
@@ -100,7 +107,8 @@ async def test_a_failing_projection_is_marked_failed_at_its_position_while_anoth
     assert (statuses["session_history"].status, statuses["session_history"].position) == ("ok", 10)
     assert rows(views, "SELECT text FROM turn_texts ORDER BY position") == [("first",), ("second",)]
     assert len(rows(views, "SELECT * FROM session_history")) == 10
-    assert [e["event"] for e in logs if e["log_level"] == "error"] == ["projection failed"]
+    logs = clawlog_logs(caplog)
+    assert [e["event"] for e in logs if e["levelname"] == "ERROR"] == ["projection failed"]
     # Restarted, it stays failed (with its error) and is not fed again.
     async with ProjectionRunner(store, views, [TurnTexts(), SessionHistory()]) as runner:
         await runner.catch_up()
@@ -108,7 +116,7 @@ async def test_a_failing_projection_is_marked_failed_at_its_position_while_anoth
 
 
 async def test_a_projection_whose_version_changed_is_rebuilt(
-    store: EventStore, tmp_path: Path
+    store: EventStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     views = tmp_path / "views.db"
     await write_turns(store, "session/a/u", ["one", "two"])
@@ -128,7 +136,8 @@ async def test_a_projection_whose_version_changed_is_rebuilt(
                 "INSERT INTO turn_texts VALUES (?, ?, ?)", (recorded.position, text, text.upper())
             )
 
-    with capture_logs() as logs:
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="clawlog"):
         async with ProjectionRunner(store, views, [TurnTextsV2(), PositionLog()]) as runner:
             assert {s.name: s.position for s in runner.statuses()} == {
                 "turn_texts": 0,
@@ -142,7 +151,7 @@ async def test_a_projection_whose_version_changed_is_rebuilt(
     assert len(rows(views, "SELECT * FROM position_log")) == 4  # untouched
     assert [
         (e["projection"], e["old_version"])
-        for e in logs
+        for e in clawlog_logs(caplog)
         if e["event"].startswith("projection version changed")
     ] == [("turn_texts", 1)]
 
@@ -174,7 +183,7 @@ async def test_wait_until_counts_events_no_projection_reads(
         runner.start()
         more = await write_turns(store, "session/a/u", ["two"])
         # The last event (a turn_completed) is not one TurnTexts reads: still applied.
-        await runner.wait_until(more[-1].position, timeout=5)
+        await runner.wait_until(more[-1].position, timeout=60)
         assert runner.position == more[-1].position > written[-1].position
         await runner.stop()
 
@@ -242,14 +251,14 @@ async def test_a_corrupt_row_fails_only_the_projections_that_read_it(
     async with ProjectionRunner(store, views, projections) as runner:
         if live:
             runner.start()
-            await runner.wait_until(2, timeout=5)
+            await runner.wait_until(2, timeout=60)
         corrupt = await write_corrupt_turn(store, "session/a/u")
         last = (await write_turns(store, "session/a/u", ["after"]))[-1].position
         if not live:
             await runner.catch_up()
-        await runner.wait_until(last, timeout=5, names=["stream_catalog"])
+        await runner.wait_until(last, timeout=60, names=["stream_catalog"])
         with pytest.raises(ProjectionFailed, match="corrupt event at position") as failed:
-            await runner.wait_until(corrupt, timeout=5, names=["turn_texts"])
+            await runner.wait_until(corrupt, timeout=60, names=["turn_texts"])
         assert failed.value.position == corrupt
     assert rows(views, "SELECT event_count FROM stream_catalog") == [(5,)]
     assert rows(views, "SELECT text FROM turn_texts") == [("first",)]

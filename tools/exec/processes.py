@@ -16,8 +16,6 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple
 
-import structlog
-
 from clawlog.events import Event
 from clawlog.events.domain.workspace import (
     ProcessExited,
@@ -26,6 +24,7 @@ from clawlog.events.domain.workspace import (
     ProcessSignalled,
     ProcessStarted,
 )
+from clawlog.events.logging import get_logger
 
 from ..context import ToolContext
 from ..workspace.stores import Recorder, Scrub, no_scrub
@@ -34,7 +33,7 @@ from .runs import RunningProcess
 
 __all__ = ["ManagedProcess", "ProcessRegistry", "session_stream"]
 
-_log = structlog.get_logger("clawlog.tools.exec")
+_log = get_logger(__name__)
 _CHUNK_CHARS = 4096
 #: Finished processes a session can still poll (older ones are forgotten).
 _KEEP_FINISHED = 32

@@ -21,9 +21,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import structlog
-
 from clawlog.events.domain.workspace import SandboxUnavailable
+from clawlog.events.logging import get_logger
 
 from ..base import BaseTool, ToolDomain
 from ..context import ToolContext
@@ -43,7 +42,7 @@ from .runs import RunningProcess, SandboxRunner
 
 __all__ = ["ExecTool"]
 
-_log = structlog.get_logger("clawlog.tools.exec")
+_log = get_logger(__name__)
 _SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 

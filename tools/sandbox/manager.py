@@ -30,10 +30,9 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from typing import Any, NamedTuple, TypeVar
 
-import structlog
-
 from clawlog.events import Event
 from clawlog.events.domain.workspace import SandboxContainerRemoved, SandboxContainerStarted
+from clawlog.events.logging import get_logger
 
 from ..workspace.stores import Recorder
 from .config import SandboxConfig
@@ -42,7 +41,7 @@ from .process import SandboxProcess, wrapped_command
 
 __all__ = ["SandboxManager", "sandbox_stream"]
 
-_log = structlog.get_logger("clawlog.tools.sandbox")
+_log = get_logger(__name__)
 T = TypeVar("T")
 LABEL_KEY = "clawlog.sandbox"
 LABEL_MANAGER = "clawlog.manager"

@@ -23,14 +23,15 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import structlog
 from docker.utils.socket import frames_iter
+
+from clawlog.events.logging import get_logger
 
 from ..exec.output import OutputBuffer
 
 __all__ = ["SandboxProcess", "wrapped_command"]
 
-_log = structlog.get_logger("clawlog.tools.sandbox")
+_log = get_logger(__name__)
 _WRAPPER = 'echo $$ >"$1"; sh -c "$2"; code=$?; printf "%s%d\\n" "$3" "$code" >&2; kill -KILL -$$'
 _STDERR = 2
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, ClassVar, NamedTuple
 
-import structlog
+from clawlog.events.logging import get_logger
 
 from ..context import ToolContext
 from ..errors import InvalidParameters
@@ -26,7 +26,7 @@ from .write_tools import edit_text
 
 __all__ = ["ApplyPatchTool"]
 
-_log = structlog.get_logger("clawlog.tools.workspace")
+_log = get_logger(__name__)
 
 
 class _Key(NamedTuple):
