@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import fcntl
+import contextlib
 import os
 import sqlite3
 from pathlib import Path
+
+import filelock
 
 from ..errors import NotAClawlogDatabase, StoreLocked
 
@@ -86,40 +88,49 @@ def check_or_create_schema(conn: sqlite3.Connection, path: str) -> None:
 
 
 class WriterLock:
-    """An exclusive ``flock`` on ``<file>.lock``: one writing process per SQLite log."""
+    """An exclusive lock on ``<file>.lock`` (``filelock``: ``flock`` on POSIX, ``LockFileEx``
+    on Windows): one writing store per SQLite log, in this process or any other. The holder
+    writes its pid into the file, so a refused open can say who holds it."""
 
     def __init__(self, db_path: Path) -> None:
         self.path = db_path.with_name(db_path.name + ".lock")
-        self._fd: int | None = None
+        # A new FileLock per store: filelock is re-entrant per instance, and a second store
+        # of this process must be refused like another process. Not thread-local: a store
+        # may be closed from another thread than the one that opened it.
+        self._lock = filelock.FileLock(
+            self.path, thread_local=False, blocking=False, on_acquired=_write_pid
+        )
         self._created = False
 
     def acquire(self) -> None:
+        created = not self.path.exists()
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-            self._created = True
-        except FileExistsError:
-            fd = os.open(self.path, os.O_RDWR)
-            self._created = False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
+            self._lock.acquire()
+        except filelock.Timeout as exc:
             raise StoreLocked(
                 f"{self.path.with_suffix('')} is already open for writing by another "
-                f"store (pid {holder}); open it read-only or close the other one first"
+                f"store (pid {self._holder()}); open it read-only or close the other one first"
             ) from exc
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        self._fd = fd
+        self._created = created
+
+    def _holder(self) -> str:
+        try:
+            return self.path.read_text(errors="replace").strip() or "unknown"
+        except OSError:  # Windows: the holder's lock covers reading too
+            return "unknown"
 
     def release(self, *, discard: bool = False) -> None:
         """Unlock. ``discard`` also removes a lock file this lock created (the open failed,
         for instance on a file that is not a clawlog log): still locked while removed,
         so no other process can be holding it."""
-        if self._fd is not None:
+        if self._lock.is_locked:
             if discard and self._created:
-                self.path.unlink(missing_ok=True)
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+                with contextlib.suppress(OSError):  # Windows cannot remove an open file
+                    self.path.unlink()
+            self._lock.release()
+
+
+def _write_pid(fd: int) -> None:
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.write(fd, str(os.getpid()).encode())

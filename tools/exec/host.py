@@ -1,18 +1,18 @@
 """Commands on this machine: ``sh -c`` in a new session (its own process group), output
 merged and streamed into an :class:`OutputBuffer`.
 
-Killing kills the group and every descendant found under the leader in ``/proc`` (a
-child that called ``setsid`` left the group but not the tree). When the leader exits,
-what it left running in its group is killed too: a foreground command never leaves
-orphans behind (``background`` runs are for long-lived work).
+Killing kills the group and every descendant of the leader (a child that called
+``setsid`` left the group but not the tree); ``psutil`` lists the processes. When the
+leader exits, what it left running in its group is killed too: a foreground command
+never leaves orphans behind (``background`` runs are for long-lived work).
 
 A process can also leave both the group and the tree (``setsid`` in a subshell that
 exits, a double fork, a daemon): it is reparented to init. So every run gets a random
 ``CLAWLOG_RUN_ID`` in its environment, which every descendant inherits; when the run
-ends, for whatever reason, :func:`sweep_run` kills every process whose ``/proc/PID/environ``
-still holds it. This is Linux-only (``/proc``, pidfds) like the rest of this module, and
-best effort: a process that execs with a cleared environment (``env -i``) sheds the mark;
-only a cgroup would hold such a process.
+ends, for whatever reason, :func:`sweep_run` kills every process whose environment
+(``psutil.Process.environ``) still holds it. This is Linux-only (pidfds) like the rest
+of this module, and best effort: a process that execs with a cleared environment
+(``env -i``) sheds the mark; only a cgroup would hold such a process.
 """
 
 from __future__ import annotations
@@ -25,13 +25,15 @@ import subprocess
 import uuid
 from collections.abc import Mapping
 
-import structlog
+import psutil
+
+from clawlog.events.logging import get_logger
 
 from .output import OutputBuffer
 
 __all__ = ["RUN_ID_ENV", "HostProcess", "kill_tree", "sweep_run"]
 
-_log = structlog.get_logger("clawlog.tools.exec")
+_log = get_logger(__name__)
 #: After the leader exits, how long its output may still take to arrive.
 _DRAIN_S = 2.0
 #: How long killed processes may take to die (SIGKILL takes milliseconds).
@@ -42,27 +44,8 @@ RUN_ID_ENV = "CLAWLOG_RUN_ID"
 _SWEEP_ROUNDS = 8
 
 
-def _pids() -> list[int]:
-    """The pid of every process (the numbered entries of ``/proc``)."""
-    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
-
-
-def _proc_table() -> dict[int, tuple[int, int]]:
-    """pid -> (ppid, pgid) of every process."""
-    table: dict[int, tuple[int, int]] = {}
-    for pid in _pids():
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as handle:
-                raw = handle.read()
-        except OSError:
-            continue
-        fields = raw[raw.rfind(b")") + 2 :].split()
-        table[pid] = (int(fields[1]), int(fields[2]))
-    return table
-
-
 def _group_alive(pgid: int) -> bool:
-    """Whether process group ``pgid`` still has a member (no ``/proc`` scan)."""
+    """Whether process group ``pgid`` still has a member (no process scan)."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
@@ -72,22 +55,26 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+def _group_members(pgid: int) -> set[int]:
+    """The pids of process group ``pgid`` (psutil has no group attribute: ``getpgid``)."""
+    members = set()
+    for pid in psutil.pids():
+        with contextlib.suppress(OSError):  # gone since the listing
+            if os.getpgid(pid) == pgid:
+                members.add(pid)
+    return members
+
+
 def _tree(leader: int, descendants: bool = True) -> set[int]:
     """The members of ``leader``'s process group, and its descendants."""
-    table = _proc_table()
-    members = {pid for pid, (_, group) in table.items() if group == leader}
+    members = _group_members(leader)
     if not descendants:
         return members
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    found, stack = set(), [leader]
-    while stack:
-        for child in children.get(stack.pop(), ()):
-            if child not in found:
-                found.add(child)
-                stack.append(child)
-    return found | members
+    try:
+        children = psutil.Process(leader).children(recursive=True)
+    except psutil.NoSuchProcess:  # the leader is gone (reaped): no tree to walk
+        children = []
+    return members | {child.pid for child in children}
 
 
 async def kill_tree(
@@ -98,7 +85,7 @@ async def kill_tree(
     reaped its pid may be reused: then pass ``descendants=False`` (its group id stays
     reserved while any member lives, a parent-child walk from its pid does not)."""
     if not descendants and not _group_alive(leader):
-        return  # the common end of a run: the group is empty, no /proc scan needed
+        return  # the common end of a run: the group is empty, no process scan needed
     victims = _tree(leader, descendants) | ({leader} if descendants else set())
     pidfds = []
     for pid in victims:
@@ -117,22 +104,29 @@ async def kill_tree(
             os.close(fd)
 
 
-def _marked(marker: bytes) -> list[int]:
-    """Pids of the processes whose environment holds ``marker`` (``NAME=value``). Only
-    our own uid's processes are readable (unless we are root); a process that is gone,
-    unreadable or a zombie (its environment is empty) is not listed."""
-    return [pid for pid in _pids() if _has_marker(pid, marker)]
+def _marked(run_id: str) -> list[int]:
+    """Pids of the processes whose environment holds ``RUN_ID_ENV=run_id``. Only our own
+    uid's processes are readable (unless we are root); a process that is gone, unreadable
+    or a zombie (its environment is empty) is not listed."""
+    # process_iter keeps its Process objects between scans: half the cost of new ones
+    return [process.pid for process in psutil.process_iter() if _carries(process, run_id)]
 
 
-def _has_marker(pid: int, marker: bytes) -> bool:
+def _has_marker(pid: int, run_id: str) -> bool:
     try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            return marker in handle.read().split(b"\0")
-    except OSError:  # gone, or another user's
+        return _carries(psutil.Process(pid), run_id)
+    except psutil.Error:  # gone
         return False
 
 
-def _kill_marked(pids: list[int], marker: bytes) -> list[int]:
+def _carries(process: psutil.Process, run_id: str) -> bool:
+    try:
+        return process.environ().get(RUN_ID_ENV) == run_id
+    except psutil.Error:  # gone, a zombie, or another user's
+        return False
+
+
+def _kill_marked(pids: list[int], run_id: str) -> list[int]:
     """SIGKILL each pid still marked; the pidfds of those killed (the caller closes them).
     The pidfd pins the process, so a pid reused since the scan is checked, not killed."""
     pidfds = []
@@ -144,7 +138,7 @@ def _kill_marked(pids: list[int], marker: bytes) -> list[int]:
         except OSError:  # already gone
             continue
         try:
-            if _has_marker(pid, marker):
+            if _has_marker(pid, run_id):
                 signal.pidfd_send_signal(fd, signal.SIGKILL)
                 pidfds.append(fd)
                 continue
@@ -157,12 +151,11 @@ def _kill_marked(pids: list[int], marker: bytes) -> list[int]:
 async def sweep_run(run_id: str) -> int:
     """SIGKILL every process carrying ``RUN_ID_ENV=run_id`` and wait until they died;
     returns how many were killed."""
-    marker = f"{RUN_ID_ENV}={run_id}".encode()
     killed = 0
     for _ in range(_SWEEP_ROUNDS):
-        # reading /proc/*/environ can block on a process's memory map: off the loop
-        pids = await asyncio.to_thread(_marked, marker)
-        pidfds = _kill_marked(pids, marker)
+        # reading a process's environment can block on its memory map: off the loop
+        pids = await asyncio.to_thread(_marked, run_id)
+        pidfds = _kill_marked(pids, run_id)
         if not pidfds:
             break
         killed += len(pidfds)
