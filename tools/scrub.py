@@ -3,6 +3,24 @@
 Applied to what goes to the model, to the user and to the log. Every match becomes
 ``[REDACTED]``; for ``key=value`` shapes the key stays, so the text keeps its meaning.
 Scrubbing is idempotent: scrubbing scrubbed text changes nothing.
+
+Two rules decide the borderline shapes:
+
+- **An Authorization header's credentials are redacted whatever the scheme.** For
+  ``Authorization`` and ``Proxy-Authorization`` (and ``X-…-Authorization``), written as a
+  raw HTTP line, a curl ``-H '…'`` argument, a JSON or dict entry or a ``key=value`` pair,
+  the scheme word stays (``Bearer``, ``Basic``, ``ApiKey``, ``Digest``,
+  ``AWS4-HMAC-SHA256``, any custom one) and everything after it up to the end of the
+  header value is redacted: the closing quote when the value or the whole header line is
+  quoted, the end of the line otherwise. So Digest's parameters and AWS's
+  ``Credential=…, Signature=…`` go with it.
+- **An env-style assignment describing a quantity is not a secret.** ``NAME=value`` with
+  ``KEY``, ``SECRET``, ``TOKEN``, ``PASSWORD``… in the name is redacted, unless the name
+  also has a quantity word (``COUNT``, ``LENGTH``, ``SIZE``, ``TTL``, ``TIMEOUT``,
+  ``MIN``, ``MAX``…, see ``_QUANTITY_WORDS``) *and* the value is a plain number, with an
+  optional unit of up to two letters (``32``, ``1.5``, ``3600s``, ``24h``, ``10ms``). Both
+  must hold: ``TOKEN_TTL=3600`` is kept, ``TOKEN_TTL=abc123`` and ``DB_PASSWORD=12345678``
+  (a numeric password) are redacted.
 """
 
 from __future__ import annotations
@@ -18,7 +36,37 @@ REDACTED = "[REDACTED]"
 _NOT_REDACTED = r"(?!\[REDACTED\])"
 _KEY_WORDS = (
     r"api[_-]?key|apikey|access[_-]?key|secret|client[_-]?secret|password|passwd"
-    r"|token|bearer|authorization|private[_-]?key"
+    r"|token|bearer|private[_-]?key"
+)
+_SECRET_ENV_WORDS = r"KEY|SECRET|CREDENTIALS?|DSN|TOKEN|PASSWORD|PASSWD"
+_QUANTITY_WORDS = (
+    r"COUNT|LEN|LENGTH|SIZE|BITS|BYTES|TTL|TIMEOUT|AGE|EXPIRY|EXPIRES|LIFETIME|INTERVAL"
+    r"|MIN|MAX|LIMIT|ROUNDS|ITERATIONS|RETRIES|ATTEMPTS|VERSION|MS|SECONDS|MINUTES|HOURS|DAYS"
+)
+
+
+def _env_name(word: str) -> str:
+    """An upper-case variable name with ``word`` as one of its ``_``-separated words."""
+    return rf"(?:[A-Z0-9]+_)*(?:{word})(?:_[A-Z0-9]+)*="
+
+
+#: ``TOKEN_TTL=3600``: a quantity word in the name and a plain number (maybe with a unit).
+_QUANTITY_ASSIGNMENT = _env_name(_QUANTITY_WORDS) + r"[0-9]+(?:\.[0-9]+)?[A-Za-z]{0,2}(?![^\s'\"])"
+
+#: The header's name and separator, then the value's opening quote, if any. ``lq`` is a
+#: quote opening the whole header line (curl ``-H 'Authorization: …'``), ``kq`` one around
+#: the name alone (JSON); either may be escaped (JSON inside a JSON string).
+_AUTHORIZATION_NAME = (
+    r"(?:(?P<kq>\\?[\"'])[\w-]*?authorization(?P=kq)|(?P<lq>\\?[\"'])?\b[\w-]*?authorization)"
+    r"[ \t]*+[:=][ \t]*+(?P<vq>\\?[\"'])?+"
+)
+#: Possessive like the separators above: whenever there is a scheme it is taken, so a
+#: second pass cannot redact the scheme in front of the first pass's ``[REDACTED]``.
+_AUTHORIZATION_SCHEME = r"(?:[A-Za-z][\w.+/-]*[ \t]+(?=[^\s]))?+"
+#: Up to the value's closing quote, the header line's closing quote, or the end of line.
+_AUTHORIZATION_CREDENTIALS = (
+    r"(?(vq)(?:(?!(?P=vq))(?:\\.|[^\n\\]))+"
+    r"|(?(lq)(?:(?!(?P=lq))(?:\\.|[^\n\\]))+|[^\r\n]+))"
 )
 
 
@@ -55,9 +103,24 @@ STATIC_PATTERNS: tuple[ScrubPattern, ...] = (
     _p("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),
     _p("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
     _p(
+        "authorization_header",
+        r"(?P<keep>"
+        + _AUTHORIZATION_NAME
+        + _AUTHORIZATION_SCHEME
+        + r")"
+        + _NOT_REDACTED
+        + _AUTHORIZATION_CREDENTIALS,
+        re.IGNORECASE,
+    ),
+    _p(
         "env_var",
-        r"(?P<keep>\b(?:[A-Z0-9]+_)*(?:KEY|SECRET|CREDENTIALS?|DSN|TOKEN|PASSWORD|PASSWD)"
-        r"(?:_[A-Z0-9]+)*=)" + _NOT_REDACTED + r"[^\s'\"]+",
+        r"(?P<keep>\b(?!"
+        + _QUANTITY_ASSIGNMENT
+        + r")"
+        + _env_name(_SECRET_ENV_WORDS)
+        + r")"
+        + _NOT_REDACTED
+        + r"[^\s'\"]+",
     ),
     _p("virtual_env_var", r"(?P<keep>\bVIRTUAL_[A-Z0-9_]*=)" + _NOT_REDACTED + r"[^\s'\"]+"),
     _p(

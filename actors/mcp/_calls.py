@@ -95,6 +95,11 @@ class CallHandlers:
         match state.state:
             case "reconnecting":
                 detail = f"reconnecting (attempt {state.attempt} of {state.max_attempts} is next)"
+            case "connecting" if state.retrying:
+                # the same retry cycle as above, during an attempt instead of its backoff
+                detail = (
+                    f"reconnecting (attempt {state.attempt} of {state.max_attempts} is running)"
+                )
             case "failed":
                 detail = f"failed after {state.attempt} attempts; an operator must reconnect it"
             case other:

@@ -61,6 +61,10 @@ class McpServerState(msgspec.Struct, kw_only=True):
     state: ConnectionState = "configured"
     #: The attempt running (connecting) or scheduled next (reconnecting).
     attempt: int = 0
+    #: The attempts are retries (after a lost connection or a failed attempt), from the
+    #: first ``mcp.reconnect_scheduled`` until connected or failed: a caller hears
+    #: "reconnecting" whether the backoff is running or the next attempt is.
+    retrying: bool = False
     max_attempts: int = 10
     #: The last discovered tools; ``offered`` says whether agents see them now.
     tools: list[McpToolInfo] = msgspec.field(default_factory=list)
@@ -201,16 +205,17 @@ def _apply_connection(state: McpServerState, event: Event, at: float) -> bool:
         case McpServerEnabledChanged():
             state.enabled = event.enabled
             if not event.enabled:
+                state.retrying = False
                 _move(state, "disabled", at)
         case McpServerRemoved():
-            state.offered = False
+            state.offered, state.retrying = False, False
             _move(state, "removed", at)
         case McpConnecting():
             state.attempt = event.attempt
             _move(state, "connecting", at)
         case McpConnected():
             state.server_name, state.server_version = event.server_name, event.server_version
-            state.attempt = event.attempt
+            state.attempt, state.retrying = event.attempt, False
             _move(state, "connected", at)
         case McpConnectFailed():
             _error(state, event.error_kind, event.message, at)
@@ -227,9 +232,10 @@ def _apply_connection(state: McpServerState, event: Event, at: float) -> bool:
             if state.state not in ("disabled", "removed"):
                 _move(state, "disconnected", at)
         case McpReconnectScheduled():
-            state.attempt = event.attempt
+            state.attempt, state.retrying = event.attempt, True
             _move(state, "reconnecting", at)
         case McpFailed():
+            state.retrying = False
             _move(state, "failed", at)
         case _:
             return False

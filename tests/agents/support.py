@@ -38,7 +38,7 @@ class GatedModel:
         return self._replies.pop(0) if self._replies else reply("done")
 
 
-async def wait_threading_event(event: threading.Event, timeout: float = 10) -> None:
+async def wait_threading_event(event: threading.Event, timeout: float = 60) -> None:
     loop = asyncio.get_running_loop()
     ok = await loop.run_in_executor(None, event.wait, timeout)
     assert ok, "timed out waiting for the event"

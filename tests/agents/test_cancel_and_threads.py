@@ -58,5 +58,9 @@ async def test_threads_follow_active_sessions(tmp_path: Path) -> None:
                 seen += 1
                 if seen == 200:
                     break
+        # actor.stopped is recorded just before a session's thread ends: wait for the ends
+        # (a thread that never ends fails the count below).
+        sessions = [t for t in threading.enumerate() if t.name.startswith("Session-")]
+        await asyncio.to_thread(lambda: [t.join(60) for t in sessions])
         assert threading.active_count() - before < 20
         assert (await system.session_status("main", "s7")).turns_completed == 1

@@ -183,7 +183,7 @@ async def test_subscribe_catches_up_then_follows_live_without_gap_or_duplicate(
                 await asyncio.sleep(0)  # let the consumer interleave with the writers
 
     await asyncio.gather(*(producer(k) for k in range(4)))
-    await asyncio.wait_for(consumer, 20)
+    await asyncio.wait_for(consumer, 60)
     assert seen == list(range(1, total + 1))
 
 
@@ -192,10 +192,10 @@ async def test_subscribe_with_filters_skips_unwanted_events(store: EventStore) -
         await store.append("a/1", [Counted(amount=1)], expected_version=ANY)
         await store.append("b/1", [noted(2)], expected_version=ANY)
         await store.append("b/2", [Counted(amount=3)], expected_version=ANY)
-        first = await asyncio.wait_for(anext(subscription), 5)
+        first = await asyncio.wait_for(anext(subscription), 60)
         assert (first.stream, first.position) == ("b/2", 3)
         await store.append("b/3", [Counted(amount=4)], expected_version=ANY)
-        second = await asyncio.wait_for(anext(subscription), 5)
+        second = await asyncio.wait_for(anext(subscription), 60)
         assert second.position == 4
 
 
@@ -212,9 +212,9 @@ async def test_subscription_ends_when_the_store_closes(store: EventStore) -> Non
 
     task = asyncio.create_task(drain())
     await store.append("s/1", [noted(1)], expected_version=ANY)
-    await asyncio.wait_for(first.wait(), 5)
+    await asyncio.wait_for(first.wait(), 60)
     await store.close()
-    assert await asyncio.wait_for(task, 5) == 1
+    assert await asyncio.wait_for(task, 60) == 1
 
 
 class _State(msgspec.Struct):

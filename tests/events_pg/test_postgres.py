@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -26,6 +26,7 @@ from clawlog.events import (
 from clawlog.events.backends.postgres import PostgresBackend
 from tests.actors.sample import Add, Added, Counter
 from tests.contracts.sample_events import Noted
+from tests.support.postgres import pg_ctl
 
 ROOT = Path(__file__).parents[2]
 pytestmark = pytest.mark.postgres
@@ -37,6 +38,16 @@ def schema() -> str:
 
 async def open_pg(url: str, name: str) -> object:
     return await open_store(PostgresBackend(url, schema=name), registry=EventRegistry([Noted]))
+
+
+async def append_when_back(store: Any, stream: str, text: str, meta: Any = None) -> Any:
+    """Append as soon as the restarted server takes it (a minute is only a hang)."""
+    async with asyncio.timeout(60):
+        while True:
+            try:
+                return await store.append(stream, [Noted(text=text)], ANY, meta)
+            except StoreUnavailable:
+                await asyncio.sleep(0.1)  # the server is coming back: retry, as an app would
 
 
 async def test_two_processes_writing_one_stream_exactly_one_wins_each_version(pg_url: str) -> None:
@@ -94,18 +105,6 @@ async def test_a_slow_transaction_never_lets_a_reader_skip_its_position(pg_url: 
         await store.close()  # type: ignore[attr-defined]
 
 
-def pg_ctl(action: str) -> None:
-    data = os.environ.get("CLAWLOG_TEST_PG_DIR")
-    if not data:
-        pytest.skip("CLAWLOG_TEST_PG_DIR is not set (scripts/test.sh sets it)")
-    subprocess.run(
-        ["bash", str(ROOT / "scripts" / "postgres.sh"), action, data],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-
-
 async def test_a_subscription_survives_a_server_restart(pg_url: str) -> None:
     store = await open_pg(pg_url, schema())
     seen: list[int] = []
@@ -123,13 +122,8 @@ async def test_a_subscription_survives_a_server_restart(pg_url: str) -> None:
         follower = asyncio.ensure_future(follow())
         pg_ctl("restart")
         for i in range(3):
-            for _ in range(100):
-                try:
-                    await store.append("s/r", [Noted(text=f"after {i}")], ANY)  # type: ignore[attr-defined]
-                    break
-                except StoreUnavailable:
-                    await asyncio.sleep(0.1)
-        await asyncio.wait_for(follower, 30)
+            await append_when_back(store, "s/r", f"after {i}")
+        await asyncio.wait_for(follower, 60)
         assert seen == [1, 2, 3, 4, 5, 6]
     finally:
         await store.close()  # type: ignore[attr-defined]
@@ -145,12 +139,7 @@ async def test_a_lost_connection_fails_clearly_and_a_keyed_retry_writes_once(pg_
                 await store.append("s/k", [Noted(text="x")], ANY, meta)  # type: ignore[attr-defined]
         finally:
             pg_ctl("start-again")
-        for _ in range(100):
-            try:
-                first = await store.append("s/k", [Noted(text="x")], ANY, meta)  # type: ignore[attr-defined]
-                break
-            except StoreUnavailable:
-                await asyncio.sleep(0.1)
+        first = await append_when_back(store, "s/k", "x", meta)
         again = await store.append("s/k", [Noted(text="x")], ANY, meta)  # type: ignore[attr-defined]
         assert [e.position for e in again] == [e.position for e in first]
         assert len(await store.read_stream("s/k")) == 1  # type: ignore[attr-defined]
@@ -207,7 +196,8 @@ async def test_an_append_the_server_does_not_answer_fails_in_time_and_a_keyed_re
     pg_url: str,
 ) -> None:
     name = schema()
-    backend = PostgresBackend(pg_url, schema=name, append_timeout=0.5)
+    # 2 s: the appends around the blocked one must fit in it on a busy machine too.
+    backend = PostgresBackend(pg_url, schema=name, append_timeout=2.0)
     store = await open_store(backend, registry=EventRegistry([Noted]))
     blocker = await asyncpg.connect(pg_url)
     try:
@@ -217,7 +207,7 @@ async def test_an_append_the_server_does_not_answer_fails_in_time_and_a_keyed_re
         await blocking.start()
         await blocker.execute(f"LOCK TABLE {name}.events IN ACCESS EXCLUSIVE MODE")
         try:
-            async with asyncio.timeout(10):  # the deadline, not this, must end the wait
+            async with asyncio.timeout(30):  # the deadline, not this, must end the wait
                 with pytest.raises(StoreUnavailable, match="did not answer the append within"):
                     await store.append("s/k", [Noted(text="x")], ANY, meta)
         finally:

@@ -79,7 +79,8 @@ async def test_yield_ms_moves_a_slow_command_to_the_background(
     exec_tool, process = tools(recorder)
     ctx = context(root)
     os.mkfifo(root / "gate")
-    result = await exec_tool.execute(ctx, {"command": "echo waiting; cat gate", "yieldMs": 200})
+    # "waiting" must be out before the yield: 2 s for a shell's echo is only a hang.
+    result = await exec_tool.execute(ctx, {"command": "echo waiting; cat gate", "yieldMs": 2000})
     pid = result.details["process_id"]
     assert "Output so far:\nwaiting" in result.for_llm
     (root / "gate").write_text("opened\n")

@@ -227,6 +227,30 @@ async def test_secrets_never_reach_the_events_or_the_model() -> None:
         assert secret not in result.for_llm + result.for_user + str(result.details)
 
 
+async def test_no_authorization_credential_reaches_the_events_or_the_model() -> None:
+    keys = ["apikey-7Qm2x", "digest-resp-9f1c", "aws-sig-5d67", "custom-tok-31"]
+
+    async def fetch(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+        return ToolResult(
+            for_llm=(
+                f"> GET / HTTP/1.1\r\n> Authorization: ApiKey {keys[0]}\r\n"
+                f'> Proxy-Authorization: Digest username="bob", response="{keys[1]}"\n'
+            ),
+            for_user=f"Authorization: AWS4-HMAC-SHA256 Credential=x/y, Signature={keys[2]}",
+            details={"headers": f'{{"Authorization": "Splunk {keys[3]}"}}'},
+        )
+
+    pipeline = build(FunctionTool("fetch", fetch))
+    sink = RecordingSink()
+    command = f"curl -H 'Authorization: ApiKey {keys[0]}' https://api.example.com"
+    result = await run_tool_call(pipeline, context(), "fetch", {"command": command}, sink)
+    encoded = b"".join(default_registry().encode(e)[2] for e in sink.events)
+    for key in keys:
+        assert key.encode() not in encoded
+        assert key not in result.for_llm + result.for_user + str(result.details)
+    assert "Authorization: ApiKey [REDACTED]" in result.for_llm  # the scheme stays
+
+
 async def test_a_long_result_is_truncated_with_a_notice() -> None:
     async def chatty(ctx: ToolContext, args: dict[str, Any]) -> str:
         return "x" * 5_000

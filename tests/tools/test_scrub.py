@@ -324,3 +324,145 @@ def test_find_names_the_patterns_that_match() -> None:
     scrubber = Scrubber(["10.1.2.3"])
     assert scrubber.find("AKIAIOSFODNN7EXAMPLE at 10.1.2.3") == ["dynamic", "aws_access_key"]
     assert scrubber.find("nothing here") == []
+
+
+AWS4 = (
+    "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/iam/aws4_request, "
+    "SignedHeaders=content-type;host;x-amz-date, "
+    "Signature=5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7"
+)
+DIGEST = (
+    'Digest username="Mufasa", realm="http-auth@example.org", uri="/dir/index.html", '
+    'nonce="7ypf/xlj9XXwfDPEoM4URrv/xwf94BcCAzFZH4GiTo0v", '
+    'response="8ca523f5e9506fed4657c9700eebdbec"'
+)
+
+#: (description, text, the scheme that stays, a credential that must disappear).
+AUTHORIZATION_HEADERS: list[tuple[str, str, str, str]] = [
+    ("ApiKey", "Authorization: ApiKey k3y-0f-the-service", "ApiKey", "k3y-0f-the-service"),
+    ("Bearer", "Authorization: Bearer abc.def.ghi", "Bearer", "abc.def.ghi"),
+    ("short bearer", "Authorization: Bearer abc", "Bearer", "abc"),
+    ("Basic", "authorization: Basic dXNlcjpwYXNz", "Basic", "dXNlcjpwYXNz"),
+    ("Token", "Authorization: Token 9944b09199c62bcf", "Token", "9944b09199c62bcf"),
+    ("Digest with its parameters", "Authorization: " + DIGEST, "Digest", "8ca523f5e9506fed"),
+    ("Digest keeps no parameter", "Authorization: " + DIGEST, "Digest", "Mufasa"),
+    ("AWS SigV4 credential", "Authorization: " + AWS4, "AWS4-HMAC-SHA256", "AKIDEXAMPLE"),
+    ("AWS SigV4 signature", "Authorization: " + AWS4, "AWS4-HMAC-SHA256", "5d672d79c15b"),
+    ("custom scheme", "Authorization: Splunk 8f4e1a2b-cafe", "Splunk", "8f4e1a2b-cafe"),
+    ("no scheme at all", "Authorization: 8f4e1a2bcafe", "Authorization", "8f4e1a2bcafe"),
+    ("Proxy-Authorization", "Proxy-Authorization: Basic YWxhZGRpbjpvcGVu", "Basic", "YWxhZGRp"),
+    ("X-*-Authorization", "X-Upstream-Authorization: ApiKey up-42-xyz", "ApiKey", "up-42-xyz"),
+    ("no space after colon", "Authorization:ApiKey tight-k3y", "ApiKey", "tight-k3y"),
+    (
+        "curl -H single quotes",
+        "curl -H 'Authorization: ApiKey curl-k3y-9' -H 'Accept: */*' https://api.example.com",
+        "ApiKey",
+        "curl-k3y-9",
+    ),
+    (
+        "curl -H double quotes with a Digest",
+        'curl -H "Authorization: Digest username=\\"bob\\", response=\\"f00dcafe\\"" https://x',
+        "Digest",
+        "f00dcafe",
+    ),
+    (
+        "raw HTTP request",
+        "GET /v1/items HTTP/1.1\r\nHost: api.example.com\r\nAuthorization: ApiKey raw-k3y\r\n\r\n",
+        "ApiKey",
+        "raw-k3y",
+    ),
+    ("JSON entry", '{"Authorization": "ApiKey json-k3y", "Accept": "*/*"}', "ApiKey", "json-k3y"),
+    (
+        "JSON inside a JSON string",
+        '"{\\"Authorization\\": \\"ApiKey nested-k3y\\"}"',
+        "ApiKey",
+        "nested-k3y",
+    ),
+    ("python dict repr", "{'authorization': 'ApiKey dict-k3y'}", "ApiKey", "dict-k3y"),
+    ("log key=value", "authorization='Bearer log-t0ken-1' status=401", "Bearer", "log-t0ken-1"),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "scheme", "credential"),
+    [pytest.param(t, s, c, id=d) for d, t, s, c in AUTHORIZATION_HEADERS],
+)
+def test_every_authorization_scheme_loses_its_credential_and_keeps_its_name(
+    text: str, scheme: str, credential: str
+) -> None:
+    scrubber = Scrubber()
+    scrubbed = scrubber.scrub(text)
+    assert credential not in scrubbed
+    assert f"{scheme} {REDACTED}" in scrubbed or f"{scheme}: {REDACTED}" in scrubbed
+    assert scrubber.scrub(scrubbed) == scrubbed
+
+
+def test_an_authorization_header_redacts_only_up_to_the_end_of_its_value() -> None:
+    scrubber = Scrubber()
+    curl = "curl -H 'Authorization: ApiKey k-1' -H 'Accept: text/plain' https://x.io"
+    assert scrubber.scrub(curl) == (
+        f"curl -H 'Authorization: ApiKey {REDACTED}' -H 'Accept: text/plain' https://x.io"
+    )
+    request = "Authorization: Digest a=1, b=2\r\nHost: x.io\r\n"
+    assert scrubber.scrub(request) == f"Authorization: Digest {REDACTED}\r\nHost: x.io\r\n"
+    payload = '{"Authorization": "Token t-1", "page": 2}'
+    assert scrubber.scrub(payload) == f'{{"Authorization": "Token {REDACTED}", "page": 2}}'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the Authorization header is required",
+        "authorization failed for user bob",
+        "Proxy-Authorization is hop-by-hop",
+    ],
+)
+def test_prose_about_authorization_is_not_redacted(text: str) -> None:
+    assert Scrubber().scrub(text) == text
+
+
+#: Env-style assignments that describe a quantity: a quantity word in the name and a
+#: plain number as the value. Built from the words, so the class is tested, not four strings.
+QUANTITY_ASSIGNMENTS = [
+    f"{name}={value}"
+    for name in (
+        "KEY_COUNT",
+        "SECRET_LENGTH",
+        "TOKEN_TTL",
+        "PASSWORD_MIN_LENGTH",
+        "API_KEY_MAX_AGE",
+        "JWT_SECRET_ROTATION_DAYS",
+        "SESSION_TOKEN_TIMEOUT",
+        "MAX_TOKEN_RETRIES",
+        "RSA_KEY_SIZE",
+        "KEY_BITS",
+    )
+    for value in ("3", "32", "3600", "8", "1.5", "3600s", "24h", "10ms")
+]
+
+
+@pytest.mark.parametrize("text", QUANTITY_ASSIGNMENTS)
+def test_an_env_assignment_describing_a_quantity_is_kept(text: str) -> None:
+    scrubber = Scrubber()
+    assert scrubber.scrub(text) == text
+    assert scrubber.scrub(f"export {text} # from .env") == f"export {text} # from .env"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("API_KEY=sk-abc", "sk-abc"),
+        ("DB_PASSWORD=hunter2hunter2", "hunter2hunter2"),
+        ("SECRET=abc123def456", "abc123def456"),
+        ("DB_PASSWORD=12345678", "12345678"),  # a number, but no quantity word: a PIN-like secret
+        ("API_KEY=3", "=3"),
+        ("TOKEN_TTL=abc123", "abc123"),  # a quantity name, but not a number
+        ("KEY_COUNT=3x4y5z", "3x4y5z"),
+        ("SECRET_LENGTH=32characters", "32characters"),
+        ("ACCOUNT_KEY=42", "=42"),  # ACCOUNT is not COUNT: the quantity word must be a word
+    ],
+)
+def test_an_env_assignment_holding_a_value_is_still_redacted(text: str, secret: str) -> None:
+    scrubbed = Scrubber().scrub(text)
+    assert REDACTED in scrubbed
+    assert secret not in scrubbed

@@ -48,6 +48,9 @@ _PRODUCERS = {
     "printf": ("injection", "printf | sh"),
     "xxd": ("injection", "xxd | sh"),
     "rev": ("injection", "rev | sh"),
+    # a reverse shell: what arrives from the network is run
+    **dict.fromkeys(("nc", "ncat", "netcat", "pwncat", "cryptcat", "socat"), ("deny", "nc | sh")),
+    "telnet": ("deny", "telnet | sh"),
 }
 
 

@@ -27,7 +27,8 @@ GLOB_COMMANDS: tuple[str, ...] = (
     "poweroff", "halt", "nc", "ncat", "netcat", "socat", "telnet", "curl", "wget", "sh",
     "bash", "base64", "chmod", "chown", "setcap", "insmod", "modprobe", "nsenter", "mount",
     "passwd", "history", "kill", "killall", "pkill", "shred", "crontab", "truncate",
-    "git", "docker", "kubectl",
+    "git", "docker", "kubectl", "openssl", "mkfifo", "mknod", "pwncat", "python",
+    "python3", "perl", "ruby", "php", "node", "lua", "gawk", "zsh",
 )  # fmt: skip
 #: Files the dangerous patterns protect, as a glob may reach them.
 SENSITIVE_PATHS: tuple[str, ...] = (

@@ -10,6 +10,18 @@ single command's view (``eval …``, not ``echo eval``). A pattern with ``also``
 command line: its two regexes may match different views (``cd /proc/$PPID && cat
 environ``).
 
+Reverse shells are refused as a class, not as the seed's two spellings: netcat running a
+program in any spelling of its option (``-e``, ``-c``, ``-lve``, ``-e/bin/sh``,
+``--exec=…``, ``--sh-exec``, ``--lua-exec`` and their abbreviations), socat's
+``EXEC:``/``SYSTEM:``/``SHELL:`` addresses, any mention of ``/dev/tcp`` or ``/dev/udp``
+(``echo /dev/tcp`` too: ``D=/dev/tcp; … >& $D/host/port`` builds the path at run time),
+a redirection to a ``/dev/…`` or ``host/port`` name built at run time, gawk's
+``/inet/tcp/`` and zsh's ``ztcp``, an interactive shell in a command line that also talks
+to the network or to a numbered descriptor, a fifo next to a network client, a network
+client piped into a shell, and an interpreter's inline code that opens a socket and
+starts a process. A port check (``nc -z host 80``), ``socat -V`` or a plain socat relay
+still run.
+
 These tables are a speed bump, not a boundary. A command can always name a file in a way
 no table foresees (a relative path after ``cd /etc && head shadow``, a name an
 interpreter assembles at run time), and exec on the host runs with the rights of the
@@ -20,6 +32,7 @@ process, as root where clawlog runs as root. The isolation layer is the Docker s
 from __future__ import annotations
 
 import re
+import string
 from typing import NamedTuple
 
 __all__ = [
@@ -32,6 +45,54 @@ __all__ = [
 
 _SEG = r"[^;&|\n]*"  # within one simple command
 _SH = r"(?:sudo\s+)?(?:/\S*/)?(?:ba|z|da|k|a|mk)?sh\b"
+
+# -- the reverse-shell class -------------------------------------------------------------
+_NETCAT = r"\b(?:nc|ncat|netcat|pwncat|cryptcat|sbd)\b"
+#: Short options of the netcats that take a value (ncat, OpenBSD and traditional nc): in
+#: a cluster such as ``-lvp4444`` the rest after one of them is that value, not options.
+_NETCAT_VALUE_OPTIONS = "dgGHiIKmMoOpPqRsTVwWxXZ"
+_NETCAT_FLAGS = "".join(
+    sorted(set(string.ascii_letters + string.digits) - set(_NETCAT_VALUE_OPTIONS) - set("ec"))
+)
+#: ``-e``/``-c`` anywhere getopt reads them as options (``-lve``, ``-e/bin/sh``,
+#: ``-cbash``); ``--exec``, ``--sh-exec``, ``--lua-exec`` and every prefix getopt_long
+#: accepts for them (``--ex``, ``--sh``, ``--lu``), with a blank or ``=``.
+_NETCAT_EXEC = rf"\s(?:-[{_NETCAT_FLAGS}]*[ec]|--(?:e|sh|lu)[\w-]*)"
+#: What talks to the network in a command line: a netcat, socat, telnet, openssl's TLS
+#: client, or bash's socket paths.
+_NETWORK = _NETCAT + r"|\b(?:socat|telnet|s_client)\b|/dev/(?:tcp|udp)\b|/inet[46]?/(?:tcp|udp)/"
+#: An interactive shell: ``sh -i``, ``bash -li``, ``/bin/zsh --norc -i``.
+_INTERACTIVE_SHELL = r"(?<![\w-])(?:ba|z|da|k|a|mk|c|tc|fi)?sh\s+(?:-\S+\s+)*-[a-zA-Z]*i\b"
+#: Its descriptors moved to a socket: ``<&3``, ``>&196`` (0, 1 and 2 are the usual ones).
+_SOCKET_DESCRIPTOR = r"[<>]&\s*(?:[3-9]|\d{2,})\b"
+#: Inline code of an interpreter (``-c``, ``-e``, ``-r``, ``--eval``, ``-`` or a heredoc,
+#: among the options right after its name: not ``python3 -m pytest -p …``) in a command
+#: line that opens a socket and starts a process or moves descriptors.
+_INTERPRETER = (
+    r"\b(?:python[0-9.]*|pypy[0-9.]*|perl|ruby|php[0-9.]*|node(?:js)?|deno|bun"
+    r"|lua(?:jit|[0-9.]*)|tclsh|Rscript|pwsh|powershell|jrunscript)\b"
+)
+_INLINE_CODE = (
+    r"(?:[ \t]+-[^\s-]\S*|[ \t]+--[\w-]+)*?[ \t]*"
+    r"(?:[ \t]-[a-zA-Z]*[cerEp]\b|[ \t]--(?:eval|print)\b|[ \t]-Command\b|[ \t]-(?=\s)|<<)"
+)
+_SOCKET = (
+    r"(?i:socket)|fsockopen|TCPClient|\bnet\.(?:connect|createConnection)\b"
+    r"|require\(\s*[\"'](?:node:)?net[\"']"
+)
+_PROCESS = (
+    r"/bin/\w*sh\b|\b(?:ba|z|da|k)?sh\s+-i\b|subprocess|\bpty\b|dup2?\b|\bexec|\bsystem\b"
+    r"|popen|proc_open|shell_exec|passthru|child_process|\bspawn|fdopen|cmd\.exe"
+)
+#: A redirection whose target is built at run time (``${…}``, ``$(…)``, backquotes in the
+#: normalized view) under /dev/, or ending in ``/host/port`` (``>& $D/10.0.0.1/4444`` with
+#: ``D=/dev/tcp`` or ``D=/dev/tc`` … ``${D}p`` set elsewhere).
+_RUN_TIME = r"(?:\$\{|\$\(|`)"
+_RUN_TIME_SOCKET_PATH = (
+    r"(?:^|\s)(?:<>|[<>]&|&>>?|>>?|>\||<)\s+"
+    rf"(?:/dev/\S*{_RUN_TIME}|(?=\S*{_RUN_TIME})\S*/"
+    r"(?:[\w-]+(?:\.[\w-]+)+|localhost|\[?[0-9a-fA-F:]+\]?)/\d{1,5}(?![\w/.]))"
+)
 
 
 class CommandPattern(NamedTuple):
@@ -70,6 +131,12 @@ def _deny(group: str, label: str, pattern: str, flags: int = 0) -> CommandPatter
     return _p("deny", label, pattern, flags, group=group)
 
 
+def _both(first: str, second: str) -> str:
+    """A view holding both, in any order: the raw command line, or all of it normalized
+    (one regex, so ``tools.deny.DENY_PATTERNS`` can match on its own)."""
+    return rf"\A(?=[\s\S]*?(?:{first}))(?=[\s\S]*?(?:{second}))"
+
+
 #: GoClaw's table (seed 001 §4) and IronClaw's BLOCKED_COMMANDS: never run.
 DENY: tuple[CommandPattern, ...] = (
     _deny(
@@ -94,9 +161,25 @@ DENY: tuple[CommandPattern, ...] = (
     _deny(_FORK, ":(){ ... };:", r"\b(\w+)\s*\(\s*\)\s*\{\s*\1\s*\|\s*\1\s*&\s*\}\s*;\s*\1\b"),
     _deny(_REMOTE, "curl | sh", rf"\bcurl\b[^|]*\|\s*{_SH}"),
     _deny(_REMOTE, "wget -O - | sh", rf"\bwget\b[^|]*\|\s*{_SH}"),
-    _deny(_REVERSE, "/dev/tcp/", r"/dev/(?:tcp|udp)/"),
-    _deny(_REVERSE, "nc -e", rf"\b(?:nc|ncat|netcat)\b{_SEG}\s-[a-zA-Z]*[ec]\b"),
-    _deny(_REVERSE, "socat exec", r"\bsocat\b.*\b(?:exec|system):", re.IGNORECASE),
+    _deny(_REVERSE, "/dev/tcp/", r"/dev/(?:tcp|udp)(?![\w.-])"),
+    _deny(_REVERSE, "/dev/tcp/", _RUN_TIME_SOCKET_PATH),
+    _deny(_REVERSE, "nc -e", rf"{_NETCAT}{_SEG}{_NETCAT_EXEC}"),
+    _deny(_REVERSE, "socat exec", r"\bsocat\b.*\b(?:exec|system|shell):", re.IGNORECASE),
+    _deny(_REVERSE, "/inet/tcp/", r"/inet[46]?/(?:tcp|udp)/"),
+    _deny(_REVERSE, "ztcp", r"\bztcp\b|\bzsh/net/(?:tcp|socket)\b"),
+    _deny(_REVERSE, "nc | sh", rf"{_NETCAT}[^|]*\|\s*{_SH}|\bsocat\b[^|]*\|\s*{_SH}"),
+    _deny(_REVERSE, "telnet | sh", rf"\btelnet\b[^|]*\|\s*{_SH}"),
+    _deny(_REVERSE, "openssl s_client | sh", rf"\bopenssl\s+s_client\b[^|]*\|\s*{_SH}"),
+    _deny(_REVERSE, "mkfifo | nc", _both(r"\bmk(?:fifo|nod)\b", _NETWORK)),
+    _deny(
+        _REVERSE, "sh -i + socket", _both(_INTERACTIVE_SHELL, f"{_NETWORK}|{_SOCKET_DESCRIPTOR}")
+    ),
+    _deny(
+        _REVERSE,
+        "socket + shell one-liner",
+        # the words first, each in one pass: no backtracking over a long command line
+        _both(_SOCKET, _PROCESS) + rf"[\s\S]*?{_INTERPRETER}{_INLINE_CODE}",
+    ),
     _deny(_EVAL, "eval $()", r"\beval\s+[\"']?(?:\$\(|`)"),
     _deny(_EVAL, "base64 -d | sh", rf"\bbase64\b{_SEG}(?:-d\b|--decode\b|-D\b){_SEG}\|\s*{_SH}"),
     _deny(_FILES, "chmod -R 777 /", r"\bchmod\s+(?:-\w+\s+)*(?:-R|--recursive)\s+\S*\s+/(?:\s|$)"),
