@@ -30,19 +30,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-import structlog
 
 from clawlog.events import ANY, Event
 from clawlog.events.domain.agent import AgentRegistered
+from clawlog.events.logging import get_logger
 from clawlog.tools import Scrubber, Tool, ToolContext
 from clawlog.tools.exec import ExecConfig, ProcessRegistry, exec_tools
 from clawlog.tools.sandbox import SandboxConfig, SandboxManager
-from clawlog.tools.workspace import ContextStore, MemoryStore, WorkspaceConfig, WorkspaceEnv
+from clawlog.tools.workspace import (
+    ContextStore,
+    MemoryStore,
+    WorkspaceConfig,
+    WorkspaceEnv,
+    workspace_path,
+)
 from clawlog.tools.workspace import workspace_tools as file_tools
 
-from .agents.config import AgentConfig
+from .agents.config import AgentConfig, validate_agent_key
 from .agents.prompt import PromptBuilder
 from .agents.session_lifecycle import SESSION_END_HOOKS
+from .errors import ArgumentTypeError, SystemClosed, UnknownAgent
 from .models.base import Model
 from .runtime import ActorHandle
 
@@ -51,7 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SESSION_END_HOOKS", "AgentWorkspaces"]
 
-_log = structlog.get_logger("clawlog.workspace")
+_log = get_logger(__name__)
 _FOLDED = (
     "workspace.context_file_written",
     "workspace.context_file_deleted",
@@ -73,6 +80,14 @@ class AgentWorkspaces:
         sandbox: SandboxConfig | None = None,
         aliases: bool = True,
     ) -> None:
+        for name, value, kind in (
+            ("workspace", workspace, WorkspaceConfig),
+            ("exec_config", exec_config, ExecConfig),
+            ("sandbox", sandbox, SandboxConfig),
+        ):
+            if value is not None and not isinstance(value, kind):
+                problem = f"must be {kind.__name__} or None, not {type(value).__name__}"
+                raise ArgumentTypeError(name, problem)
         self.system = system
         self.root = Path(root).resolve()
         self.scrubber = Scrubber()
@@ -110,7 +125,17 @@ class AgentWorkspaces:
     @classmethod
     async def open(cls, system: System, root: str | Path, **options: Any) -> AgentWorkspaces:
         """Build the tools and fold the context files and memory documents already in
-        the log; session ends release their processes and containers from now on."""
+        the log; session ends release their processes and containers from now on.
+
+        Raises:
+            ArgumentTypeError: (a TypeError) ``workspace``, ``exec_config`` or ``sandbox``
+                of the wrong type.
+            TypeError: an unknown option, or a ``root`` that is not a path.
+            SystemClosed: the System is closed or closing.
+            EventStoreError: the log could not be read.
+        """
+        if system.closed or system.runtime.closing:
+            raise SystemClosed("the System is closed")
         workspaces = cls(system, root, **options)
         await workspaces._load()
         hooks = system.runtime.services.setdefault(SESSION_END_HOOKS, [])
@@ -141,7 +166,15 @@ class AgentWorkspaces:
     ) -> ActorHandle[Any]:
         """``system.register_agent`` with the workspace tools added, the workspace set
         (``{root}/{key}`` unless ``config.workspace`` names one) and the context store
-        feeding the agent's system prompt."""
+        feeding the agent's system prompt.
+
+        Raises:
+            ArgumentTypeError: (a TypeError) ``config`` is not an :class:`AgentConfig`.
+            Exception: everything :meth:`System.register_agent` raises.
+        """
+        if not isinstance(config, AgentConfig):
+            problem = f"must be a clawlog.AgentConfig, not {type(config).__name__}"
+            raise ArgumentTypeError("config", problem)
         if config.workspace is None:
             config = msgspec.structs.replace(config, workspace=str(self.root / config.key))
         self.context.apply(AgentRegistered(key=config.key, config=msgspec.to_builtins(config)))
@@ -152,6 +185,32 @@ class AgentWorkspaces:
         return await self.system.register_agent(
             config, model, tools=[*self.tools, *tools], **options
         )
+
+    def workspace_path(self, agent: str, user: str = "") -> Path:
+        """The directory where the file and exec tools of ``agent`` work for ``user``
+        (``""``: calls without a user): ``{workspace}/users/{user}`` with per-user
+        workspaces (the default), else the agent's workspace. Computed as the tools compute
+        it; the directory is created by the first tool call that uses it.
+
+        Raises:
+            TypeError: ``user`` is not a str.
+            ValueError: ``agent`` is not a valid agent key, or the agent was registered
+                without a workspace (not through :meth:`register_agent`).
+            UnknownAgent: (an ActorDead) ``agent`` is not registered with the System.
+        """
+        validate_agent_key(agent)
+        if not isinstance(user, str):
+            raise TypeError(f"user must be a str, not {type(user).__name__}")
+        configs: dict[str, AgentConfig] = self.system.runtime.services.get("agent_configs", {})
+        config = configs.get(agent)
+        if config is None:
+            raise UnknownAgent(agent, list(configs))
+        if config.workspace is None:
+            raise ValueError(
+                f"agent {agent!r} has no workspace: register it with "
+                "AgentWorkspaces.register_agent() or set AgentConfig.workspace"
+            )
+        return workspace_path(config.workspace, user, self.env.config)
 
     # -- the record port ----------------------------------------------------------------
     async def _record(self, stream: str, events: Sequence[Event]) -> object:
@@ -177,7 +236,12 @@ class AgentWorkspaces:
             _log.warning("session resources not released", session=ctx.session_id, error=str(exc))
 
     async def aclose(self) -> None:
-        """Kill every background process and remove every container. Safe twice."""
+        """Kill every background process and remove every container. Safe twice. Call it
+        before the System closes (``async with`` in that order does).
+
+        Raises:
+            HubError: the System was closed first; its hub no longer runs anything.
+        """
         if self._closed:
             return
         self._closed = True

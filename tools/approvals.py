@@ -61,6 +61,11 @@ _SHELL_META = set(";&|$`<>\n(){}")
 
 
 class ApprovalConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """When a tool call waits for a person (the table above). System-wide with
+    ``System.open(approvals=...)``, per agent with ``AgentConfig(approvals=...)``; ask
+    :func:`tools.exec.check_command` what it means for a shell command. Wrong values
+    raise ValueError (or TypeError) naming the field."""
+
     security: Security = "full"
     ask: Ask = "on-miss"
     #: Seconds a request waits for an answer before it counts as denied (seed 001: 2 min).
@@ -72,6 +77,30 @@ class ApprovalConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: Executables a command tool may run without approval under security=allowlist
     #: (seed 002 ``safeBins``), when the command has no shell operators.
     safe_bins: list[str] = msgspec.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.security not in _SECURITY:
+            raise ValueError(
+                f"ApprovalConfig.security must be one of {', '.join(_SECURITY)}, "
+                f"not {self.security!r}"
+            )
+        if self.ask not in _ASK:
+            raise ValueError(
+                f"ApprovalConfig.ask must be one of {', '.join(_ASK)}, not {self.ask!r}"
+            )
+        timeout = self.timeout_s
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+            raise TypeError(f"ApprovalConfig.timeout_s must be a number, not {timeout!r}")
+        if not timeout > 0:
+            raise ValueError(f"ApprovalConfig.timeout_s must be positive, not {timeout!r}")
+        tools = self.command_tools
+        if not isinstance(tools, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in tools.items()
+        ):
+            raise TypeError("ApprovalConfig.command_tools maps tool names to argument names (str)")
+        bins = self.safe_bins
+        if not isinstance(bins, list) or not all(isinstance(name, str) for name in bins):
+            raise TypeError("ApprovalConfig.safe_bins must be a list of executable names (str)")
 
 
 class ApprovalVerdict(msgspec.Struct, frozen=True, kw_only=True):

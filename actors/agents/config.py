@@ -7,6 +7,8 @@ from typing import Literal
 
 import msgspec
 
+from clawlog.tools.approvals import ApprovalConfig
+
 __all__ = ["AgentConfig", "QualityGate", "SubagentLimits", "validate_agent_key"]
 
 _KEY = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
@@ -77,9 +79,17 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: How long a delegation to this agent may take before it counts as failed.
     delegation_deadline_s: float = 300.0
     quality_gates: list[QualityGate] = msgspec.field(default_factory=list)
+    #: This agent's approval configuration of tool calls, in place of the System-wide
+    #: one (``System.open(approvals=...)``) when set; recorded with the rest of the config.
+    approvals: ApprovalConfig | None = None
 
     def __post_init__(self) -> None:
         validate_agent_key(self.key)
+        if self.approvals is not None and not isinstance(self.approvals, ApprovalConfig):
+            raise TypeError(
+                "AgentConfig.approvals must be a clawlog.ApprovalConfig or None, not "
+                f"{type(self.approvals).__name__}"
+            )
         if self.max_iterations < 1:
             raise ValueError("max_iterations must be at least 1")
         if self.idle_timeout_s <= 0:

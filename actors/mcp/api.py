@@ -54,7 +54,7 @@ _SERVICE = "mcp"
 
 
 def mcp_servers(system: System) -> McpServers:
-    """The MCP servers of ``system`` (created on first use)."""
+    """The MCP servers of ``system`` (created on first use; never raises)."""
     found = system.runtime.services.get(_SERVICE)
     if found is None:
         found = system.runtime.services[_SERVICE] = McpServers(system)
@@ -62,7 +62,11 @@ def mcp_servers(system: System) -> McpServers:
 
 
 class McpServers:
-    """Configure servers, grant them, and hand their tools to agents."""
+    """Configure servers, grant them, and hand their tools to agents.
+
+    Every coroutine here that reaches a server's actor can also raise what
+    :meth:`System.ask` raises (listed in each as ``AskTimeout, ActorUnavailable``).
+    """
 
     def __init__(self, system: System) -> None:
         self.system = system
@@ -71,7 +75,15 @@ class McpServers:
     # -- servers ------------------------------------------------------------------------
     async def add(self, config: McpServerConfig, *, source: str = "api") -> ActorHandle[Any]:
         """Start the server's connection (or reconfigure a running one). Returns at once:
-        connecting happens in the background (see :meth:`wait_connected`)."""
+        connecting happens in the background (see :meth:`wait_connected`).
+
+        Raises:
+            TypeError: ``config`` is not an :class:`McpServerConfig`.
+            SystemClosed: the System is closed or closing.
+            StreamOwnedElsewhere: another process runs this server (owns ``mcp/{name}``).
+            AskTimeout, ActorUnavailable: as :meth:`System.ask` (the server's actor did
+                not answer in time, or waits for the event store).
+        """
         if not isinstance(config, McpServerConfig):
             raise TypeError("config must be an actors.mcp.McpServerConfig")
         running = self.system.actor(mcp_stream(config.name))
@@ -87,14 +99,28 @@ class McpServers:
         )
 
     async def load_file(self, path: str | Path) -> list[str]:
-        """Add every server of an ``mcp-servers.json``; returns their names."""
+        """Add every server of an ``mcp-servers.json``; returns their names.
+
+        Raises:
+            McpConfigError: the file cannot be read, is not JSON, or an entry is invalid
+                (nothing was added then).
+            SystemClosed, StreamOwnedElsewhere: as :meth:`add`.
+            AskTimeout, ActorUnavailable: as :meth:`System.ask` (the server's actor did
+                not answer in time, or waits for the event store).
+        """
         configs = load_servers_file(path)
         for config in configs:
             await self.add(config, source=str(path))
         return [c.name for c in configs]
 
     async def remove(self, server: str, *, by: str = "") -> bool:
-        """Withdraw the server's tools, record the removal, stop its connection."""
+        """Withdraw the server's tools, record the removal, stop its connection. False if
+        no server of that name runs.
+
+        Raises:
+            AskTimeout, ActorUnavailable: as :meth:`System.ask` (the server's actor did
+                not answer in time, or waits for the event store).
+        """
         handle = self._find(server)
         if handle is None:
             return False
@@ -103,16 +129,34 @@ class McpServers:
         return True
 
     async def reconnect(self, server: str, *, by: str = "") -> bool:
-        """Connect again from attempt 1 (also after ``failed``)."""
+        """Connect again from attempt 1 (also after ``failed``).
+
+        Raises:
+            ActorDead: no server of that name was added (or it was removed).
+            AskTimeout, ActorUnavailable: as :meth:`System.ask` (the server's actor did
+                not answer in time, or waits for the event store).
+        """
         return await self._server(server).ask(Reconnect(by=by))  # type: ignore[no-any-return]
 
     async def set_enabled(self, server: str, enabled: bool, *, by: str = "") -> bool:
-        """Disable (tools withdrawn, disconnected) or enable (connect) a server."""
+        """Disable (tools withdrawn, disconnected) or enable (connect) a server.
+
+        Raises:
+            ActorDead: no server of that name was added (or it was removed).
+            AskTimeout, ActorUnavailable: as :meth:`System.ask` (the server's actor did
+                not answer in time, or waits for the event store).
+        """
         request = SetEnabled(enabled=enabled, by=by)
         return await self._server(server).ask(request)  # type: ignore[no-any-return]
 
     async def status(self, server: str | None = None) -> list[McpServerStatus]:
-        """Live status of one server or of all (state, tools offered, last error...)."""
+        """Live status of one server or of all (state, tools offered, last error...).
+
+        Raises:
+            ActorDead: ``server`` names no running server.
+            AskTimeout, ActorUnavailable: as :meth:`System.ask` (the server's actor did
+                not answer in time, or waits for the event store).
+        """
         names = [server] if server is not None else sorted(self.directory.views())
         found = []
         for name in names:
@@ -122,24 +166,42 @@ class McpServers:
         return found
 
     def names(self) -> list[str]:
-        """The servers added in this process (removed ones excluded)."""
+        """The servers added in this process (removed ones excluded; never raises)."""
         return sorted(self.directory.views())
 
     async def wait_connected(self, server: str, timeout: float = 30.0) -> None:
-        """Return once ``server``'s tools are offered; TimeoutError otherwise."""
+        """Return once ``server``'s tools are offered.
+
+        Raises:
+            TimeoutError: they were not offered within ``timeout`` seconds.
+        """
         await self.wait_until(lambda views: _up(views, server), timeout)
 
     async def wait_until(self, predicate: Any, timeout: float = 30.0) -> None:
-        """Wait for ``predicate(views)`` over the published server views."""
+        """Wait for ``predicate(views)`` over the published server views.
+
+        Raises:
+            TimeoutError: it did not hold within ``timeout`` seconds.
+            Exception: what ``predicate`` raises, unchanged.
+        """
         await self.directory.wait_until(predicate, timeout)
 
     # -- tools --------------------------------------------------------------------------
     def tools_for(self, agent: str, user: str = "") -> list[McpTool]:
-        """The MCP tools ``agent`` may use when acting for ``user``, right now."""
+        """The MCP tools ``agent`` may use when acting for ``user``, right now (never
+        raises)."""
         return list(self.directory.tools_for(agent, user))
 
     def gateway(self, config: AgentConfig, tools: Sequence[Any] = ()) -> McpGateway:
-        """The agent's tool gateway (:meth:`System.default_gateway`) plus its MCP tools."""
+        """The agent's tool gateway (:meth:`System.default_gateway`) plus its MCP tools.
+
+        Raises:
+            DuplicateTool, ProtectedName: (``tools.RegistryError``) two of ``tools``, or one
+                and a built-in, share a name.
+            InvalidSchema: a tool's parameters are not a JSON Schema that compiles.
+            TypeError: an item of ``tools`` is not a ``tools.Tool``.
+            ValueError: a tool's name is not letters, digits, ``_`` and ``-``.
+        """
         base = self.system.default_gateway(config, tools)
         if not isinstance(base, PipelineGateway):
             raise TypeError("the System's default gateway is not a PipelineGateway")
@@ -148,7 +210,17 @@ class McpServers:
     async def call(
         self, server: str, tool: str, arguments: dict[str, Any] | None = None
     ) -> ToolResult:
-        """Call a server's tool directly (no agent, no pipeline): for operators and tests."""
+        """Call a server's tool directly (no agent, no pipeline): for operators and tests.
+
+        Raises:
+            ActorDead: no server of that name was added (or it was removed).
+            McpUnavailable: the server is down, reconnecting, failed or disabled (not sent).
+            McpConnectionLost: the connection broke while the call was in flight.
+            McpCallTimeout: the call ran into its deadline.
+            McpProtocolError: the server answered with a JSON-RPC error.
+            AskTimeout, ActorUnavailable: as :meth:`System.ask` (the server's actor did
+                not answer in time, or waits for the event store).
+        """
         handle = self._server(server)
         result = await handle.ask(CallTool(tool=tool, arguments=dict(arguments or {})))
         view = self.directory.views().get(server)
@@ -172,7 +244,14 @@ class McpServers:
         enabled: bool = True,
         by: str = "",
     ) -> None:
-        """Let ``agent`` (``*``: every agent) use ``server``'s tools."""
+        """Let ``agent`` (``*``: every agent) use ``server``'s tools.
+
+        Raises:
+            ActorDead: no server of that name was added (or it was removed).
+            McpAccessError: ``agent`` is not a valid agent key (nor ``*``).
+            AskTimeout, ActorUnavailable: as :meth:`System.ask` (the server's actor did
+                not answer in time, or waits for the event store).
+        """
         await self._grant("agent", server, agent, tool_allow, tool_deny, enabled, by)
 
     async def grant_user(
@@ -185,16 +264,37 @@ class McpServers:
         enabled: bool = True,
         by: str = "",
     ) -> None:
-        """Narrow (or with ``enabled=False`` hide) ``server`` for ``user``."""
+        """Narrow (or with ``enabled=False`` hide) ``server`` for ``user``.
+
+        Raises:
+            ActorDead: no server of that name was added (or it was removed).
+            McpAccessError: ``user`` is empty or longer than the limit.
+            AskTimeout, ActorUnavailable: as :meth:`System.ask` (the server's actor did
+                not answer in time, or waits for the event store).
+        """
         await self._grant("user", server, user, tool_allow, tool_deny, enabled, by)
 
     async def revoke_agent(self, server: str, agent: str, *, by: str = "") -> bool:
-        """Remove ``agent``'s grant; False if it had none."""
+        """Remove ``agent``'s grant; False if it had none.
+
+        Raises:
+            ActorDead: no server of that name was added (or it was removed).
+            McpAccessError: ``agent`` is not a valid agent key (nor ``*``).
+            AskTimeout, ActorUnavailable: as :meth:`System.ask` (the server's actor did
+                not answer in time, or waits for the event store).
+        """
         request = RevokeGrant(scope="agent", subject=agent, by=by)
         return await self._server(server).ask(request)  # type: ignore[no-any-return]
 
     async def revoke_user(self, server: str, user: str, *, by: str = "") -> bool:
-        """Remove ``user``'s grant; False if they had none."""
+        """Remove ``user``'s grant; False if they had none.
+
+        Raises:
+            ActorDead: no server of that name was added (or it was removed).
+            McpAccessError: ``user`` is empty or longer than the limit.
+            AskTimeout, ActorUnavailable: as :meth:`System.ask` (the server's actor did
+                not answer in time, or waits for the event store).
+        """
         request = RevokeGrant(scope="user", subject=user, by=by)
         return await self._server(server).ask(request)  # type: ignore[no-any-return]
 
@@ -208,7 +308,15 @@ class McpServers:
         reason: str = "",
         by: str = "",
     ) -> str:
-        """Ask for a grant for one agent or one user; returns the request id."""
+        """Ask for a grant for one agent or one user; returns the request id.
+
+        Raises:
+            McpConfigError: neither or both of ``agent`` and ``user`` were given.
+            ActorDead: no server of that name was added (or it was removed).
+            McpAccessError: the agent key or user id is invalid, or ``*``.
+            AskTimeout, ActorUnavailable: as :meth:`System.ask` (the server's actor did
+                not answer in time, or waits for the event store).
+        """
         if (agent is None) == (user is None):
             raise McpConfigError("request access for exactly one of agent= or user=")
         request = RequestAccess(
@@ -223,14 +331,27 @@ class McpServers:
     async def review_access(
         self, server: str, request_id: str, *, approve: bool, by: str = "", note: str = ""
     ) -> AccessRequest:
-        """Approve (creating the grant) or reject a pending request."""
+        """Approve (creating the grant) or reject a pending request.
+
+        Raises:
+            ActorDead: no server of that name was added (or it was removed).
+            McpAccessError: no such request, or it was already reviewed.
+            AskTimeout, ActorUnavailable: as :meth:`System.ask` (the server's actor did
+                not answer in time, or waits for the event store).
+        """
         request = ReviewAccess(request_id=request_id, approve=approve, by=by, note=note)
         return await self._server(server).ask(request)  # type: ignore[no-any-return]
 
     async def access_requests(
         self, server: str | None = None, *, status: str | None = "pending"
     ) -> list[AccessRequest]:
-        """Access requests of one server or of all running ones (``status=None``: all)."""
+        """Access requests of one server or of all running ones (``status=None``: all).
+
+        Raises:
+            ActorDead: ``server`` names no running server.
+            AskTimeout, ActorUnavailable: as :meth:`System.ask` (the server's actor did
+                not answer in time, or waits for the event store).
+        """
         if server is not None:
             handles = [self._server(server)]
         else:

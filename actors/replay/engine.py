@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
-import structlog
 
 from clawlog.events import RecordedEvent
+from clawlog.events.logging import get_logger
 from clawlog.tools import ApprovalConfig, PolicyConfig
 from clawlog.tools.exec import ExecTool
 
@@ -45,7 +45,7 @@ from .serving import ContextNote, RecordedTool, ReplayGateway, ReplayModel
 
 __all__ = ["KNOWN_TOOLS", "ConfigChange", "RerunReport", "deny_tools", "rerun"]
 
-_log = structlog.get_logger("clawlog.replay")
+_log = get_logger(__name__)
 
 #: A changed config, or a change applied to the recorded one.
 ConfigChange = AgentConfig | Callable[[AgentConfig], AgentConfig]
@@ -124,11 +124,9 @@ async def rerun(
     )
     prefix = [e for e in events if e.position < chosen[0].position]
     prompt = prompt or await recorded_prompt(source, agent, chosen[0].position)
-    async with System.open("memory:") as system:
+    async with System.open("memory:", approvals=approvals) as system:
         if policy is not None:
             system.runtime.services["tool_policy"] = policy
-        if approvals is not None:
-            system.runtime.services["approval_config"] = approvals
         if prefix:
             await system.store.append(stream, [e.event for e in prefix], 0)
         gateway = _gateway(system, chosen_config, tools, chosen)

@@ -2,6 +2,7 @@
 
     processes = ProcessRegistry(record, scrub=pipeline.scrubber.scrub)
     tools = exec_tools(ExecConfig(), workspace=env, sandbox=manager, processes=processes)
+    check_command("rm -rf /")  # CommandCheck(action="refuse", ...): what exec would do
 
 ``record(stream, events)`` appends through the actor owning ``stream`` (the calling
 session's ``session/{agent}/{key}``); ``processes.close_session(...)`` at session end and
@@ -14,6 +15,7 @@ from ..base import Tool
 from ..workspace.access import WorkspaceEnv
 from ..workspace.stores import Recorder
 from .analysis import CommandVerdict, analyze, match_deny
+from .check import CommandCheck, check_command
 from .config import ExecConfig
 from .env import BLOCKED_ENV, SAFE_ENV_VARS, command_env
 from .errors import (
@@ -44,6 +46,7 @@ __all__ = [
     "NEVER_AUTO_APPROVE",
     "RUN_ID_ENV",
     "SAFE_ENV_VARS",
+    "CommandCheck",
     "CommandDenied",
     "CommandPattern",
     "CommandTimedOut",
@@ -65,6 +68,7 @@ __all__ = [
     "SandboxRunner",
     "UnknownProcess",
     "analyze",
+    "check_command",
     "clip",
     "command_env",
     "exec_tools",

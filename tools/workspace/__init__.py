@@ -7,7 +7,14 @@
 routes it to the actor owning ``stream`` (``agent/{key}``) and returns once durable.
 """
 
-from .access import Target, Workspace, WorkspaceEnv, user_directory, workspace_root
+from .access import (
+    Target,
+    Workspace,
+    WorkspaceEnv,
+    user_directory,
+    workspace_path,
+    workspace_root,
+)
 from .base import FileTool
 from .config import (
     MAX_DIR_ENTRIES,
@@ -102,6 +109,7 @@ __all__ = [
     "normalize_relative",
     "parse_patch",
     "user_directory",
+    "workspace_path",
     "workspace_root",
     "workspace_tools",
 ]

@@ -24,7 +24,14 @@ from .errors import FileNotFound, FileTooLarge, NotAFile, PathDenied, StoreUnava
 from .memory_store import MemoryStore, is_memory_path
 from .paths import PathGuard, ResolvedPath
 
-__all__ = ["Target", "Workspace", "WorkspaceEnv", "user_directory", "workspace_root"]
+__all__ = [
+    "Target",
+    "Workspace",
+    "WorkspaceEnv",
+    "user_directory",
+    "workspace_path",
+    "workspace_root",
+]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._@+-]")
 
@@ -35,15 +42,22 @@ def user_directory(user: str) -> str:
     return f"{_UNSAFE.sub('_', user)[:48]}-{digest}"
 
 
+def workspace_path(workspace: str | Path, user: str, config: WorkspaceConfig) -> Path:
+    """The workspace directory of ``user`` in an agent's ``workspace`` (not created): the
+    agent's own, or ``users/{user}`` inside it with ``per_user`` (and a user)."""
+    root = Path(workspace)
+    if config.per_user and user:
+        root = root / "users" / user_directory(user)
+    return root
+
+
 def workspace_root(ctx: ToolContext, config: WorkspaceConfig) -> Path:
     """The caller's workspace directory (created): per agent, or per (agent, user)."""
     if not ctx.workspace:
         raise StoreUnavailable(
             "no workspace is configured for this agent, so file and shell tools cannot run"
         )
-    root = Path(ctx.workspace)
-    if config.per_user and ctx.user:
-        root = root / "users" / user_directory(ctx.user)
+    root = workspace_path(ctx.workspace, ctx.user, config)
     root.mkdir(parents=True, exist_ok=True)
     return root
 
