@@ -6,11 +6,12 @@ EventStoreError
  ├── StoreLocked            another process holds the write lock of this SQLite file
  ├── NotAClawlogDatabase    the file or database is something else
  ├── InvalidAppend          bad input to append(); nothing was written
- │    └── PayloadTooLarge
+ │    ├── InvalidEvent       a field's value does not match its type (names event type and field)
+ │    ├── PayloadTooLarge    one encoded event is over the size limit (1 MiB by default)
+ │    └── UnknownEventClass  an event class was never registered
  ├── VersionConflict        expected_version did not match the stream's version
  ├── IdempotencyKeyReused   the key was first used for another stream
- ├── CorruptEvent           a stored row cannot be decoded (names its position)
- └── UnknownEventClass      an event class was never registered
+ └── CorruptEvent           a stored row cannot be decoded (names its position)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = [
     "EventStoreError",
     "IdempotencyKeyReused",
     "InvalidAppend",
+    "InvalidEvent",
     "NotAClawlogDatabase",
     "PayloadTooLarge",
     "StoreClosed",
@@ -52,6 +54,18 @@ class NotAClawlogDatabase(EventStoreError):
 
 class InvalidAppend(EventStoreError):
     """The append was refused before anything was written."""
+
+
+class InvalidEvent(InvalidAppend):
+    """An event's field holds a value its declared type does not allow, so the log could
+    not read it back. Names the event type (its tag) and the field (None if unknown)."""
+
+    def __init__(self, event_type: str, field: str | None, reason: str) -> None:
+        where = f"field {field!r} of " if field is not None else ""
+        super().__init__(f"{where}{event_type} event is invalid: {reason}; nothing was appended")
+        self.event_type = event_type
+        self.field = field
+        self.reason = reason
 
 
 class PayloadTooLarge(InvalidAppend):

@@ -1,0 +1,177 @@
+"""The System's boundary: its size limits, and the checks its public calls make on their
+arguments before anything is sent or appended.
+
+A wrong argument raises :class:`InvalidArgument` (a ``ValueError``) naming the parameter,
+or :class:`ArgumentTypeError` (also a ``TypeError``) for a wrong type; a message over the
+limit raises :class:`MessageTooLarge`. None of them sends or appends anything.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import msgspec
+
+from .errors import ArgumentTypeError, InvalidArgument, MessageTooLarge
+
+__all__ = [
+    "Limits",
+    "check_agent_key",
+    "check_model",
+    "check_name",
+    "check_text",
+    "check_timeout",
+]
+
+#: What a model must have to serve turns (the :class:`actors.models.Model` protocol).
+_MODEL_ATTRIBUTES = ("name", "provider")
+_MODEL_METHODS = ("complete",)
+#: Room an event needs beside a message's text and its names (ids, field names).
+_EVENT_HEADROOM_BYTES = 8 * 1024
+#: The name-like fields an event carries beside a message's text (sender, channel, ...).
+_NAMES_PER_EVENT = 5
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class Limits(msgspec.Struct, frozen=True, kw_only=True):
+    """The sizes a System accepts: ``System.open(..., limits=Limits(max_message_bytes=...))``.
+
+    The event store refuses one event over its ``max_payload_bytes`` (1 MiB by default);
+    these limits keep every input well under it, so a large input is refused (or cut) at
+    the call, never deep inside a turn.
+    """
+
+    #: UTF-8 bytes of one message's text (``send``). Over it: :class:`MessageTooLarge` at
+    #: once. It must leave room in one event for the names (8 KiB plus 20 bytes per
+    #: character of ``max_name_chars``): 256 KiB by default, less on a store whose
+    #: ``max_payload_bytes`` is smaller, unless given.
+    max_message_bytes: int = 256 * 1024
+    #: Characters of a name-like argument: ``channel``, ``chat_id``, ``user``, ``sender``,
+    #: ``by``, ``call_id``.
+    max_name_chars: int = 256
+    #: Characters of a tool result kept for the model and for the user; a longer result is
+    #: cut and ends with a notice saying so. Whatever this says, a result is also cut to fit
+    #: the store's event limit (tools.finish), so a tool result never makes an append fail.
+    max_tool_result_chars: int = 100_000
+
+    def __post_init__(self) -> None:
+        for name in ("max_message_bytes", "max_name_chars", "max_tool_result_chars"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise InvalidArgument(f"Limits.{name}", f"must be a positive int, not {value!r}")
+
+    def room(self, max_payload_bytes: int) -> int:
+        """The most a message's text may take in an event of ``max_payload_bytes``."""
+        names = _NAMES_PER_EVENT * 4 * self.max_name_chars  # 4: the widest UTF-8 character
+        return max_payload_bytes - _EVENT_HEADROOM_BYTES - names
+
+    def fitted(self, max_payload_bytes: int, *, given: bool) -> Limits:
+        """These limits, checked against the store's event limit: limits the application
+        gave must fit it; the default message limit shrinks to fit a smaller store."""
+        room = self.room(max_payload_bytes)
+        if self.max_message_bytes <= room:
+            return self
+        if given or room < 1:
+            raise InvalidArgument(
+                "limits",
+                f"max_message_bytes={self.max_message_bytes} does not fit the store's event "
+                f"limit of {max_payload_bytes} bytes; at most {room}",
+            )
+        return msgspec.structs.replace(self, max_message_bytes=room)
+
+
+def check_agent_key(agent: object, parameter: str = "agent") -> str:
+    """A well-formed agent key (``AgentConfig.key``): 1-64 of a-z 0-9 _ . -."""
+    from .agents.config import validate_agent_key  # the agents package imports this module
+
+    if not isinstance(agent, str):
+        raise ArgumentTypeError(parameter, f"must be a str, not {type(agent).__name__}")
+    try:
+        return validate_agent_key(agent)
+    except ValueError as exc:
+        raise InvalidArgument(parameter, str(exc)) from exc
+
+
+def check_text(text: object, limits: Limits, parameter: str = "text") -> str:
+    """A non-empty message text whose UTF-8 form is within ``limits.max_message_bytes``."""
+    if not isinstance(text, str):
+        raise ArgumentTypeError(parameter, f"must be a str, not {type(text).__name__}")
+    if not text.strip():
+        raise InvalidArgument(parameter, "must be a non-empty string")
+    # len(text) bounds the UTF-8 size from below, so a huge text is refused before encoding.
+    if len(text) > limits.max_message_bytes:
+        raise MessageTooLarge(len(text), limits.max_message_bytes)
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidArgument(
+            parameter, f"is not valid Unicode text ({exc.reason} at {exc.start})"
+        ) from exc
+    if size > limits.max_message_bytes:
+        raise MessageTooLarge(size, limits.max_message_bytes)
+    return text
+
+
+def check_name(value: object, parameter: str, limits: Limits, *, required: bool = False) -> str:
+    """A short printable string (channel, chat id, user, sender, call id); ``""`` is
+    allowed unless ``required``."""
+    if not isinstance(value, str):
+        raise ArgumentTypeError(parameter, f"must be a str, not {type(value).__name__}")
+    if required and not value.strip():
+        raise InvalidArgument(parameter, "must be a non-empty string")
+    if len(value) > limits.max_name_chars:
+        raise InvalidArgument(
+            parameter, f"is {len(value)} characters; at most {limits.max_name_chars}"
+        )
+    if _CONTROL.search(value) is not None or not _encodes(value):
+        raise InvalidArgument(parameter, f"must be text without control characters: {value!r}")
+    return value
+
+
+def check_timeout(timeout: object, parameter: str = "timeout") -> float | None:
+    """None or a positive, finite number of seconds."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise ArgumentTypeError(parameter, f"must be a number of seconds, not {timeout!r}")
+    if not (timeout > 0 and math.isfinite(timeout)):
+        raise InvalidArgument(parameter, f"must be a positive number of seconds, not {timeout}")
+    return float(timeout)
+
+
+def check_model(model: Any) -> None:
+    """Refuse what does not implement the :class:`actors.models.Model` protocol, e.g. a
+    model name passed where a model object belongs."""
+    if isinstance(model, str):
+        raise ArgumentTypeError(
+            "model",
+            f"got the string {model!r}; pass a model object such as "
+            f"OpenAIChatModel(model={model!r}, ...) or AnthropicModel(...)",
+        )
+    missing = [name for name in _MODEL_METHODS if not callable(getattr(model, name, None))]
+    missing += [name for name in _MODEL_ATTRIBUTES if not _has_str(model, name)]
+    if missing:
+        raise ArgumentTypeError(
+            "model",
+            f"{type(model).__name__} does not implement clawlog.actors.models.Model "
+            f"(missing or wrong: {', '.join(missing)}): it needs async complete(request), "
+            "and str name and provider",
+        )
+
+
+def _encodes(text: str) -> bool:
+    """False for a lone surrogate, which no event can hold."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _has_str(model: Any, name: str) -> bool:
+    try:
+        return isinstance(getattr(model, name), str)
+    except Exception:  # a property that raises counts as missing
+        return False
