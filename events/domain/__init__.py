@@ -10,7 +10,17 @@ from ..registry import EventRegistry
 __all__ = ["DOMAIN_MODULES", "all_event_classes", "default_registry"]
 
 #: Every module under events.domain that defines an ``EVENTS`` tuple.
-DOMAIN_MODULES = ("actor", "agent", "delegation", "mcp", "session", "team", "tool", "workspace")
+DOMAIN_MODULES = (
+    "actor",
+    "agent",
+    "delegation",
+    "mcp",
+    "outbox",
+    "session",
+    "team",
+    "tool",
+    "workspace",
+)
 
 
 def all_event_classes() -> tuple[type[Event], ...]:

@@ -78,6 +78,10 @@ class TurnStarted(Event, frozen=True, tag="session.turn_started"):
     user: str = ""
     #: Delegations made in this turn skip quality gates (seed 001 §11 recursion guard).
     skip_hooks: bool = False
+    #: The outbox kind of this turn's reply (events.domain.outbox): "" when the reply goes
+    #: only to whoever asked (a delegating agent, a parent); None for turns recorded before
+    #: the outbox existed (a user's turn is then taken as "reply").
+    outbox_kind: str | None = None
 
 
 class ModelRequested(Event, frozen=True, tag="session.model_requested"):

@@ -1,0 +1,38 @@
+"""Resume on start: the sessions of an agent whose last turn never ended.
+
+When an AgentSupervisor starts (``register_agent`` after ``System.open``, or its restart
+under supervision) it starts every such session; the Session finds its unfinished turn in
+its stream and finishes it (``Session._resume_turn``: calls that were running are recorded
+as interrupted, never run twice), and the reply goes to the outbox. The store answers the
+question by stream prefix and event type: only the turn boundaries of this agent's
+sessions are read, not the log.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clawlog.events import event_tag
+from clawlog.events.domain.session import TurnCancelled, TurnCompleted, TurnFailed, TurnStarted
+
+__all__ = ["unfinished_sessions"]
+
+_STARTED = event_tag(TurnStarted)
+_BOUNDARIES = [_STARTED, *(event_tag(c) for c in (TurnCompleted, TurnFailed, TurnCancelled))]
+_PAGE = 1000
+
+
+async def unfinished_sessions(store: Any, agent: str) -> list[str]:
+    """The session keys of ``agent`` whose last turn started and did not end (run it on
+    the hub, with the hub's store)."""
+    prefix = f"session/{agent}/"
+    open_turn: dict[str, bool] = {}
+    position = 1
+    while True:
+        page = await store.read_all(position, _PAGE, stream_prefix=prefix, types=_BOUNDARIES)
+        for recorded in page:
+            open_turn[recorded.stream] = recorded.type == _STARTED
+        if len(page) < _PAGE:
+            break
+        position = page[-1].position + 1
+    return [stream.removeprefix(prefix) for stream, unfinished in open_turn.items() if unfinished]
