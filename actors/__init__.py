@@ -6,21 +6,27 @@ async with System.open("clawlog.db") as system:
 """
 
 from .actor import DEFERRED, EventSourcedActor
+from .boundary import Limits
 from .errors import (
     ActorCrashed,
     ActorDead,
     ActorError,
+    ActorUnavailable,
+    ArgumentTypeError,
     AskTimeout,
     Escalated,
     HubError,
+    InvalidArgument,
+    MessageTooLarge,
     Rejected,
     SystemClosed,
     TurnCancelledError,
     TurnFailedError,
+    UnknownAgent,
 )
 from .hub_store import HubStore, HubSubscription
-from .logging import configure_logging
 from .messages import Message, Piped, Request
+from .outbox import Outbox, OutboxMessage
 from .runtime import ActorHandle, Runtime
 from .supervision import SupervisionPolicy
 from .system import System
@@ -31,13 +37,20 @@ __all__ = [
     "ActorDead",
     "ActorError",
     "ActorHandle",
+    "ActorUnavailable",
+    "ArgumentTypeError",
     "AskTimeout",
     "Escalated",
     "EventSourcedActor",
     "HubError",
     "HubStore",
     "HubSubscription",
+    "InvalidArgument",
+    "Limits",
     "Message",
+    "MessageTooLarge",
+    "Outbox",
+    "OutboxMessage",
     "Piped",
     "Rejected",
     "Request",
@@ -47,5 +60,5 @@ __all__ = [
     "SystemClosed",
     "TurnCancelledError",
     "TurnFailedError",
-    "configure_logging",
+    "UnknownAgent",
 ]

@@ -7,6 +7,9 @@ the actor records ``actor.failed``, stashes new messages, waits its backoff and 
 *in place* from its stream (same thread, same mailbox, nothing lost); past its failure
 budget it records ``actor.escalated``, stops and tells its parent. A
 :class:`VersionConflict` means another writer owns the stream: the actor stops loudly.
+An unreachable store is not a failure of the actor: it recovers with backoff until the
+store answers (asks meanwhile get :class:`ActorUnavailable`), however long that takes; a
+:class:`CorruptEvent` in its stream escalates at once, since a restart reads it again.
 """
 
 from __future__ import annotations
@@ -21,17 +24,24 @@ from typing import Any, ClassVar, Generic, TypeVar
 import pykka
 import structlog
 
-from clawlog.events import Event, EventMetadata, RecordedEvent, VersionConflict
+from clawlog.events import (
+    Event,
+    EventMetadata,
+    RecordedEvent,
+    StoreUnavailable,
+    VersionConflict,
+)
 from clawlog.events.domain.actor import (
     ActorEvent,
     ActorStarted,
     ActorStopped,
 )
+from clawlog.events.logging import get_logger
 
 from ._bridge import AskEnvelope, LoopReply, ThreadReply
 from ._supervised import SupervisedMixin
-from .errors import ActorCrashed, ActorDead, Escalated, Rejected
-from .internal import ChildEscalated, ChildStopped, IdleCheck, Ready, Resume
+from .errors import ActorCrashed, ActorDead, ActorUnavailable, Escalated, Rejected
+from .internal import ChildEscalated, ChildStopped, IdleCheck, Ready, RecordLater, Resume
 from .messages import Message, Piped
 from .ownership import StreamOwnedElsewhere
 from .runtime import ActorHandle, Runtime
@@ -76,7 +86,7 @@ class EventSourcedActor(SupervisedMixin, pykka.ThreadingActor, Generic[S]):
         self.state: S = self.initial_state()
         self.version = 0
         self.children: dict[str, ActorHandle[Any]] = {}
-        self.log = structlog.get_logger("clawlog.actor").bind(actor=path, stream=path)
+        self.log = get_logger(__name__).bind(actor=path, stream=path)
         self._failures = FailureWindow(self.policy)
         self._restarting = False
         self._stash: deque[tuple[object, Reply | None]] = deque()
@@ -217,6 +227,10 @@ class EventSourcedActor(SupervisedMixin, pykka.ThreadingActor, Generic[S]):
             self._given_up = True
             self.stop()
             return
+        except StoreUnavailable:  # the lease is taken when the store answers again
+            self._unclaimed = True
+            self._fail(*sys.exc_info())  # type: ignore[arg-type]
+            return
         try:
             snapshot_version = self._recover()
             self._record(
@@ -281,11 +295,16 @@ class EventSourcedActor(SupervisedMixin, pykka.ThreadingActor, Generic[S]):
             if reply is not None:
                 reply.set_error(
                     self._start_error
+                    or self._give_up_error
                     or ActorDead(f"{self.path} gave up (escalated) and is stopping")
                 )
             self.runtime.dead_letter(self.path, message, "actor escalated")
             return
         if self._restarting:
+            if self._store_down is not None and reply is not None:
+                # Waiting for the store may take minutes: the asker hears it now.
+                reply.set_error(ActorUnavailable(self.path, self._store_down))
+                return
             self._stash.append((message, reply))
             return
         if isinstance(message, Ready):
@@ -296,6 +315,9 @@ class EventSourcedActor(SupervisedMixin, pykka.ThreadingActor, Generic[S]):
             if message.activity == self._activity and self.is_idle():
                 self.passivate()
             return
+        if type(message) is RecordLater:
+            self._record_kept()
+            return
         self._activity += 1
         self._reply = reply
         correlation = getattr(message, "correlation_id", None)
@@ -305,6 +327,8 @@ class EventSourcedActor(SupervisedMixin, pykka.ThreadingActor, Generic[S]):
             structlog.contextvars.bind_contextvars(correlation_id=correlation)
         try:
             if type(message) is ChildEscalated:
+                if message.unrecorded is not None:
+                    self._keep_record(message.unrecorded)
                 self.on_child_escalated(message.path, message.reason)
                 result = None
             else:
@@ -317,7 +341,10 @@ class EventSourcedActor(SupervisedMixin, pykka.ThreadingActor, Generic[S]):
         except Exception as exc:
             # Record the failure before answering, so the asker can read it in the log.
             self._fail(*sys.exc_info())  # type: ignore[arg-type]
-            self._answer(error=ActorCrashed(self.path, exc))
+            if isinstance(exc, StoreUnavailable):
+                self._answer(error=ActorUnavailable(self.path, exc))
+            else:
+                self._answer(error=ActorCrashed(self.path, exc))
         else:
             if result is not DEFERRED:
                 self._answer(value=result)

@@ -3,11 +3,16 @@
 ActorError
  ├── AskTimeout        an ask got no reply within its timeout
  ├── ActorDead         the actor is stopped (or escalated); nothing will handle the message
+ │    └── UnknownAgent  no agent is registered under that key (the hint names those that are)
+ ├── ActorUnavailable  the event store cannot be reached; the actor recovers once it can
  ├── ActorCrashed      the handler of an ask raised; the actor is being restarted
  ├── Escalated         a child failed too often and its supervisor gave up on it
  ├── Rejected          a handler refused a command (bad input); state is unchanged
  ├── HubError          the I/O hub is not running, or was used from the wrong thread
- ├── SystemClosed      the System was closed
+ ├── SystemClosed      the System was closed; every public call raises it
+ ├── InvalidArgument   a public call's argument is wrong (also a ValueError); names it
+ │    ├── ArgumentTypeError  of the wrong type (also a TypeError): a model that is no Model
+ │    └── MessageTooLarge    a message's text is over Limits.max_message_bytes
  ├── TurnCancelledError  an agent's turn was cancelled before it replied
  └── TurnFailedError   an agent's turn ended without a reply (limit, model error, crash)
 """
@@ -18,13 +23,18 @@ __all__ = [
     "ActorCrashed",
     "ActorDead",
     "ActorError",
+    "ActorUnavailable",
+    "ArgumentTypeError",
     "AskTimeout",
     "Escalated",
     "HubError",
+    "InvalidArgument",
+    "MessageTooLarge",
     "Rejected",
     "SystemClosed",
     "TurnCancelledError",
     "TurnFailedError",
+    "UnknownAgent",
 ]
 
 
@@ -38,6 +48,35 @@ class AskTimeout(ActorError, TimeoutError):
 
 class ActorDead(ActorError):
     """The addressed actor is not running; the message became a dead letter."""
+
+
+class UnknownAgent(ActorDead):
+    """No agent is registered under the key (or it has stopped). A subclass of
+    :class:`ActorDead`, which it was before it had a name of its own."""
+
+    def __init__(self, agent: str, registered: list[str], parameter: str = "agent") -> None:
+        hint = (
+            f"registered agents: {', '.join(sorted(registered))}"
+            if registered
+            else "no agent is registered"
+        )
+        where = "" if parameter == "agent" else f"{parameter}: "
+        super().__init__(
+            f"{where}unknown agent {agent!r} ({hint}); register it with system.register_agent()"
+        )
+        self.agent = agent
+        self.registered = sorted(registered)
+        self.parameter = parameter
+
+
+class ActorUnavailable(ActorError):
+    """The actor cannot take the message now: the event store cannot be reached. Nothing
+    was recorded for it; the actor recovers by itself once the store answers. Retry later."""
+
+    def __init__(self, path: str, cause: BaseException) -> None:
+        super().__init__(f"{path} is waiting for the event store: {cause}")
+        self.path = path
+        self.__cause__ = cause
 
 
 class ActorCrashed(ActorError):
@@ -68,6 +107,36 @@ class HubError(ActorError):
 
 class SystemClosed(ActorError):
     """The System is closed."""
+
+
+class InvalidArgument(ActorError, ValueError):
+    """A public call was given a wrong argument; nothing was sent or appended.
+
+    ``parameter`` names it. Also a :class:`ValueError`, what these calls raised before.
+    """
+
+    def __init__(self, parameter: str, problem: str) -> None:
+        super().__init__(f"{parameter}: {problem}")
+        self.parameter = parameter
+        self.problem = problem
+
+
+class ArgumentTypeError(InvalidArgument, TypeError):
+    """The argument is of the wrong type (also a :class:`TypeError`)."""
+
+
+class MessageTooLarge(InvalidArgument):
+    """A message's text is over the System's ``Limits.max_message_bytes``; refused before
+    anything was sent. Send large content as a file or a reference instead."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(
+            "text",
+            f"the message is {size} bytes (UTF-8); the limit is {limit} "
+            "(System.open(limits=Limits(max_message_bytes=...)))",
+        )
+        self.size = size
+        self.limit = limit
 
 
 class TurnFailedError(ActorError):

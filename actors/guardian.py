@@ -36,7 +36,11 @@ class RecordDeadLetter(Message, frozen=True, kw_only=True):
 
 
 class Guardian(EventSourcedActor[None]):
-    """Supervises top-level actors. An escalation stops there: logged, recorded, reported."""
+    """Supervises top-level actors. An escalation stops there: logged, recorded, reported.
+
+    A top-level actor that escalated while the store was down could not record its
+    ``actor.escalated``: it is in ``System.escalations`` at once, and the guardian records
+    the event on its own stream as soon as the store takes it (retried with backoff)."""
 
     kind = "guardian"
     recover_state = False
@@ -53,7 +57,11 @@ class Guardian(EventSourcedActor[None]):
                 assert isinstance(handle, ActorHandle)
                 self.children[handle.path] = handle
             case RecordDeadLetter(path=path, message_type=message_type, reason=reason):
-                self.emit([DeadLetter(path=path, message_type=message_type, reason=reason)])
+                # Never fails the guardian: with the store down the letter is only logged
+                # (the runtime did), and its failing append must not leave a stale version.
+                self._record_lifecycle(
+                    DeadLetter(path=path, message_type=message_type, reason=reason)
+                )
             case _:
                 return super().handle(message)
         return None

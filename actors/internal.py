@@ -8,7 +8,7 @@ import msgspec
 
 from .messages import Message, Request
 
-__all__ = ["ChildEscalated", "ChildStopped", "IdleCheck", "Ready", "Resume"]
+__all__ = ["ChildEscalated", "ChildStopped", "IdleCheck", "Ready", "RecordLater", "Resume"]
 
 
 class Resume(Message, frozen=True, kw_only=True):
@@ -21,6 +21,8 @@ class Resume(Message, frozen=True, kw_only=True):
 class ChildEscalated(Message, frozen=True, kw_only=True):
     path: str
     reason: str
+    #: The child's ``actor.escalated`` event when the store did not take it.
+    unrecorded: Any = None
 
 
 class ChildStopped(Message, frozen=True, kw_only=True):
@@ -37,3 +39,7 @@ class IdleCheck(Message, frozen=True, kw_only=True):
 
 class Ready(Request[int], frozen=True, kw_only=True):
     """Answered with the actor's version once it has recovered (used by spawn)."""
+
+
+class RecordLater(Message, frozen=True, kw_only=True):
+    """Backoff elapsed: try again to record the events the store did not take."""

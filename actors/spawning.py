@@ -43,7 +43,14 @@ def start_actor(
     *args: Any,
     **kwargs: Any,
 ) -> ActorHandle[Any]:
-    """Start the actor and block until it has folded its stream (from an actor thread)."""
+    """Start the actor and block until it has folded its stream (from an actor thread).
+
+    If it cannot (its stream is unreadable, the store unreachable), the error is raised and
+    the actor is stopped: a child its parent never got a handle for must not live on."""
     handle = launch(runtime, cls, path, parent, policy, *args, **kwargs)
-    handle.ask_blocking(Ready())
+    try:
+        handle.ask_blocking(Ready())
+    except BaseException:
+        handle.stop()
+        raise
     return handle

@@ -17,13 +17,21 @@ at once; type checkers see them all.
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-try:
-    __version__ = version("clawlog")
-except PackageNotFoundError:  # running from a checkout that was never installed
-    __version__ = "0+unknown"
+#: The installed version, looked up on first use: importlib.metadata takes a while to
+#: import, and ``clawlog --help`` should not wait for it.
+__version__: str
+
+
+def _installed_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("clawlog")
+    except PackageNotFoundError:  # running from a checkout that was never installed
+        return "0+unknown"
+
 
 # name -> the module that defines it (public modules only; each re-exports it in __all__).
 _EXPORTS: dict[str, str] = {
@@ -32,8 +40,15 @@ _EXPORTS: dict[str, str] = {
     "SupervisionPolicy": "clawlog.actors",
     "ActorError": "clawlog.actors",
     "ActorDead": "clawlog.actors",
+    "ActorUnavailable": "clawlog.actors",
+    "ArgumentTypeError": "clawlog.actors",
+    "InvalidArgument": "clawlog.actors",
+    "Limits": "clawlog.actors",
+    "MessageTooLarge": "clawlog.actors",
+    "UnknownAgent": "clawlog.actors",
     "AskTimeout": "clawlog.actors",
     "HubError": "clawlog.actors",
+    "OutboxMessage": "clawlog.actors",
     "SystemClosed": "clawlog.actors",
     "TurnCancelledError": "clawlog.actors",
     "TurnFailedError": "clawlog.actors",
@@ -56,27 +71,46 @@ _EXPORTS: dict[str, str] = {
     "ToolContext": "clawlog.tools",
     "ToolError": "clawlog.tools",
     "ToolResult": "clawlog.tools",
+    "CommandCheck": "clawlog.tools.exec",
+    "ExecConfig": "clawlog.tools.exec",
+    "check_command": "clawlog.tools.exec",
+    "SandboxConfig": "clawlog.tools.sandbox",
+    "WorkspaceConfig": "clawlog.tools.workspace",
+    # workspaces: file, exec and sandbox tools for agents
+    "AgentWorkspaces": "clawlog.actors.workspace",
     # the log
     "EventStore": "clawlog.events",
     "EventStoreError": "clawlog.events",
+    "InvalidEvent": "clawlog.events",
     "open_store": "clawlog.events",
 }
 
 __all__ = [
     "ActorDead",
     "ActorError",
+    "ActorUnavailable",
     "AgentConfig",
+    "AgentWorkspaces",
     "AnthropicModel",
     "ApprovalConfig",
+    "ArgumentTypeError",
     "AskTimeout",
+    "CommandCheck",
     "EventStore",
     "EventStoreError",
+    "ExecConfig",
     "FunctionTool",
     "HubError",
+    "InvalidArgument",
+    "InvalidEvent",
+    "Limits",
+    "MessageTooLarge",
     "Model",
     "ModelError",
     "OpenAIChatModel",
+    "OutboxMessage",
     "PolicyConfig",
+    "SandboxConfig",
     "ScriptedModel",
     "SessionStatus",
     "SubagentLimits",
@@ -88,9 +122,12 @@ __all__ = [
     "ToolResult",
     "TurnCancelledError",
     "TurnFailedError",
+    "UnknownAgent",
+    "WorkspaceConfig",
     "__version__",
     "call",
     "calls",
+    "check_command",
     "open_store",
     "reply",
 ]
@@ -99,13 +136,20 @@ if TYPE_CHECKING:
     from clawlog.actors import (
         ActorDead,
         ActorError,
+        ActorUnavailable,
+        ArgumentTypeError,
         AskTimeout,
         HubError,
+        InvalidArgument,
+        Limits,
+        MessageTooLarge,
+        OutboxMessage,
         SupervisionPolicy,
         System,
         SystemClosed,
         TurnCancelledError,
         TurnFailedError,
+        UnknownAgent,
     )
     from clawlog.actors.agents import AgentConfig, SessionStatus, SubagentLimits
     from clawlog.actors.models import (
@@ -118,7 +162,8 @@ if TYPE_CHECKING:
         calls,
         reply,
     )
-    from clawlog.events import EventStore, EventStoreError, open_store
+    from clawlog.actors.workspace import AgentWorkspaces
+    from clawlog.events import EventStore, EventStoreError, InvalidEvent, open_store
     from clawlog.tools import (
         ApprovalConfig,
         FunctionTool,
@@ -127,9 +172,15 @@ if TYPE_CHECKING:
         ToolError,
         ToolResult,
     )
+    from clawlog.tools.exec import CommandCheck, ExecConfig, check_command
+    from clawlog.tools.sandbox import SandboxConfig
+    from clawlog.tools.workspace import WorkspaceConfig
 else:
 
     def __getattr__(name: str) -> Any:
+        if name == "__version__":
+            globals()[name] = _installed_version()
+            return globals()[name]
         module = _EXPORTS.get(name)
         if module is None:
             raise AttributeError(f"module 'clawlog' has no attribute {name!r}")

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from clawlog.events.domain.agent import HandoffCleared, HandoffRouted
 
-from ..errors import ActorDead
+from ..boundary import check_agent_key, check_model, check_name, check_text, check_timeout
+from ..errors import ArgumentTypeError, InvalidArgument, UnknownAgent
 from ..models.base import Model
 from ..runtime import ActorHandle
-from .config import AgentConfig, validate_agent_key
+from .config import AgentConfig
 from .gateway import ToolGateway
 from .handoff import RouteState, route_stream
 from .messages import AnswerApproval, CancelTurn, GetSessionStatus, SendMessage, SessionStatus
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
 __all__ = ["AgentApi"]
 
 _SESSION_KEY_MAX = 200
+#: One segment of a stream name (events.store.validate_stream): the key is one segment.
+_SESSION_KEY = re.compile(rf"[A-Za-z0-9_.:@+=#~,>-]{{1,{_SESSION_KEY_MAX}}}")
 
 
 class AgentApi:
@@ -43,9 +47,26 @@ class AgentApi:
         """Register (or reconfigure) an agent. Its config is recorded on ``agent/{key}``.
 
         ``tools`` adds ``tools.Tool`` objects (file tools, exec, MCP...) to the built-ins.
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError: (a TypeError) ``config`` is no :class:`AgentConfig`,
+                ``model`` no :class:`Model`, or ``tools`` no list.
+            TypeError, ValueError, DuplicateTool, ProtectedName, InvalidSchema: a tool in
+                ``tools`` is no ``tools.Tool``, has an invalid or taken name, or a schema
+                that does not compile (see :meth:`default_gateway`).
+            StreamOwnedElsewhere: another process runs this agent (owns ``agent/{key}``).
+            AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask` (no answer
+                in time; the event store is unreachable; the handler failed).
         """
+        self._check_open()
         if not isinstance(config, AgentConfig):
-            raise TypeError("config must be an actors.agents.AgentConfig")
+            raise ArgumentTypeError(
+                "config", f"must be an actors.agents.AgentConfig, not {type(config).__name__}"
+            )
+        check_model(model)
+        if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
+            raise ArgumentTypeError("tools", "must be a list of tools.Tool objects")
         gateway = gateway or self.default_gateway(config, tools)
         prompt = prompt or self.prompt_for(config.key)
         self.runtime.services.setdefault("agent_configs", {})[config.key] = config
@@ -66,7 +87,8 @@ class AgentApi:
         )
 
     def prompt_for(self: System, agent: str) -> PromptBuilder:
-        """The prompt builder of ``agent`` (shared by its sessions; sections can be added)."""
+        """The prompt builder of ``agent`` (shared by its sessions; sections can be added).
+        Never raises."""
         builders: dict[str, PromptBuilder] = self.runtime.services.setdefault("prompts", {})
         if agent not in builders:
             builders[agent] = PromptBuilder()
@@ -76,16 +98,26 @@ class AgentApi:
         self: System, config: AgentConfig, extra_tools: Sequence[Any] = ()
     ) -> ToolGateway:
         """The tool pipeline with clawlog's built-in tools and ``extra_tools``, under the
-        agent's tool policy (profile, allow, deny, subagent and leaf deny lists)."""
+        agent's tool policy (profile, allow, deny, subagent and leaf deny lists) and approval
+        configuration (``config.approvals``, else the System's).
+
+        Raises:
+            TypeError: an item of ``extra_tools`` is no ``tools.Tool``.
+            ValueError: a tool's name is not letters, digits, ``_`` and ``-``.
+            DuplicateTool, ProtectedName: (``tools.RegistryError``) two tools share a name,
+                or one takes a built-in's.
+            InvalidSchema: a tool's parameters are not a JSON Schema that compiles.
+        """
         from clawlog.tools import EchoTool, JsonTool, TimeTool, Tool
 
         from ..delegation.tools import DELEGATION_TOOLS
         from ..teams.tools import TEAM_TOOLS
         from .actor_tools import ACTOR_TOOLS
+        from .message_tool import MessageTool
         from .pipeline_gateway import ActorToolAdapter, PipelineGateway
 
         services, store = self.runtime.services, self.runtime.store
-        actor_tools = (*ACTOR_TOOLS, *TEAM_TOOLS, *DELEGATION_TOOLS)
+        actor_tools = (*ACTOR_TOOLS, MessageTool, *TEAM_TOOLS, *DELEGATION_TOOLS)
         tools: list[Tool] = [ActorToolAdapter(cls(services, store)) for cls in actor_tools]
         tools += [EchoTool(), TimeTool(), JsonTool(), *extra_tools]
         return PipelineGateway(
@@ -93,7 +125,8 @@ class AgentApi:
             tools,
             services=services,
             policy=self.runtime.services.get("tool_policy"),
-            approvals=self.runtime.services.get("approval_config"),
+            approvals=config.approvals or self.runtime.services.get("approval_config"),
+            max_result_chars=self.limits.max_tool_result_chars,
         )
 
     async def send(
@@ -110,12 +143,31 @@ class AgentApi:
     ) -> str:
         """Send ``text`` to ``agent`` in ``session_key``; return the turn's reply.
 
-        Raises :class:`ActorDead` for an unknown agent, :class:`TurnFailedError` when the
-        turn ends without a reply, :class:`TurnCancelledError` when it is cancelled.
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError: (a TypeError) an argument of the wrong type (names it).
+            InvalidArgument: (a ValueError) an invalid agent key, session key, empty
+                ``text``, a name with control characters or too long, a timeout <= 0.
+            MessageTooLarge: (an InvalidArgument) ``text`` is over
+                ``Limits.max_message_bytes``.
+            UnknownAgent: (an ActorDead) no agent is registered under ``agent``.
+            TurnFailedError: the turn ended without a reply (iteration limit, model error).
+            TurnCancelledError: the turn was cancelled (:meth:`cancel`).
+            AskTimeout: no reply within ``timeout`` (default :attr:`turn_timeout`); the
+                turn goes on (stop it with :meth:`cancel`).
+            ActorUnavailable, ActorCrashed: as :meth:`System.ask`.
+            EventStoreError: with ``channel`` and ``chat_id``, the handoff route could not
+                be read.
         """
+        self._check_open()
+        limits = self.limits
+        check_agent_key(agent)
         _check_session_key(session_key)
-        if not isinstance(text, str) or not text.strip():
-            raise ValueError("text must be a non-empty string")
+        check_text(text, limits)
+        for name, value in (("channel", channel), ("chat_id", chat_id), ("user", user)):
+            check_name(value, name, limits)
+        check_name(sender, "sender", limits, required=True)
+        timeout = check_timeout(timeout)
         if channel and chat_id:  # a handoff route beats normal routing (seed 001 §10)
             agent = await self.routed_agent(channel, chat_id) or agent
         supervisor = self._agent(agent)
@@ -126,11 +178,22 @@ class AgentApi:
             channel=channel,
             chat_id=chat_id,
             user=user,
+            outbox_kind="reply",
         )
         return await supervisor.ask(message, timeout or self.turn_timeout)  # type: ignore[no-any-return]
 
     async def routed_agent(self: System, channel: str, chat_id: str) -> str | None:
-        """The agent a handoff routed (channel, chat) to, if any."""
+        """The agent a handoff routed (channel, chat) to, if any.
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError, InvalidArgument: ``channel`` or ``chat_id`` is not a
+                non-empty name.
+            EventStoreError: the route could not be read.
+        """
+        self._check_open()
+        check_name(channel, "channel", self.limits, required=True)
+        check_name(chat_id, "chat_id", self.limits, required=True)
         state = RouteState()
         for recorded in await self.store.read_stream(route_stream(channel, chat_id)):
             event = recorded.event
@@ -141,41 +204,89 @@ class AgentApi:
         return state.agent
 
     async def cancel(self: System, agent: str, session_key: str, *, by: str = "user") -> bool:
-        """Cancel the running turn of a session; False if it had none."""
+        """Cancel the running turn of a session; False if it had none.
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError, InvalidArgument: an invalid ``agent``, ``session_key`` or
+                ``by`` (names it).
+            UnknownAgent: (an ActorDead) no agent is registered under ``agent``.
+            AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask` (no answer
+                in time; the event store is unreachable; the handler failed).
+        """
+        self._check_open()
+        check_agent_key(agent)
         _check_session_key(session_key)
+        check_name(by, "by", self.limits, required=True)
         return await self._agent(agent).ask(CancelTurn(session_key=session_key, by=by))  # type: ignore[no-any-return]
 
     async def approve(
         self: System, agent: str, session_key: str, call_id: str, decision: str, *, by: str = "user"
     ) -> bool:
-        """Answer a pending approval: ``allow-once``, ``allow-always`` or ``deny``."""
+        """Answer a pending approval: ``allow-once``, ``allow-always`` or ``deny``.
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError, InvalidArgument: an invalid ``agent``, ``session_key``,
+                ``call_id``, ``decision`` or ``by`` (names it).
+            UnknownAgent: (an ActorDead) no agent is registered under ``agent``.
+            Rejected: no approval is pending for ``call_id`` in that session (answered,
+                timed out, or never asked).
+            AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask` (no answer
+                in time; the event store is unreachable; the handler failed).
+        """
+        self._check_open()
+        check_agent_key(agent)
+        _check_session_key(session_key)
+        check_name(call_id, "call_id", self.limits, required=True)
         if decision not in ("allow-once", "allow-always", "deny"):
-            raise ValueError("decision must be allow-once, allow-always or deny")
+            raise InvalidArgument(
+                "decision", f"must be allow-once, allow-always or deny, not {decision!r}"
+            )
+        check_name(by, "by", self.limits, required=True)
         request = AnswerApproval(session_key=session_key, call_id=call_id, decision=decision, by=by)
         return await self._agent(agent).ask(request)  # type: ignore[no-any-return]
 
     async def session_status(self: System, agent: str, session_key: str) -> SessionStatus:
+        """What a session is doing (busy, the calls awaiting approval...).
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError, InvalidArgument: an invalid ``agent`` or ``session_key``.
+            UnknownAgent: (an ActorDead) no agent is registered under ``agent``.
+            AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask` (no answer
+                in time; the event store is unreachable; the handler failed).
+        """
+        self._check_open()
+        check_agent_key(agent)
         _check_session_key(session_key)
         return await self._agent(agent).ask(GetSessionStatus(session_key=session_key))  # type: ignore[no-any-return]
 
     def _agent(self: System, agent: str) -> ActorHandle[Any]:
-        validate_agent_key(agent)
+        check_agent_key(agent)
         handle = self.actor(agent_stream(agent))
         if handle is None or not handle.is_alive():
+            self._check_open()  # closing stops every agent: that is not an unknown agent
             # Recorded as a dead letter on system/guardian, so the log shows the attempt.
             self.runtime.dead_letter(agent_stream(agent), None, "unknown agent")
-            raise ActorDead(f"unknown agent {agent!r}: register it with system.register_agent()")
+            raise UnknownAgent(agent, self.registered_agents())
         return handle
+
+    def registered_agents(self: System) -> list[str]:
+        """The keys of the agents registered and running, sorted. Never raises."""
+        configs: dict[str, AgentConfig] = self.runtime.services.get("agent_configs", {})
+        handles = {key: self.actor(agent_stream(key)) for key in configs}
+        return sorted(key for key, h in handles.items() if h is not None and h.is_alive())
 
 
 def _check_session_key(session_key: object) -> None:
-    if (
-        not isinstance(session_key, str)
-        or not session_key
-        or len(session_key) > _SESSION_KEY_MAX
-        or any(c.isspace() or c in "/\\%*?\"'" or ord(c) < 32 for c in session_key)
-    ):
-        raise ValueError(
-            f"invalid session key {session_key!r}: 1-{_SESSION_KEY_MAX} characters, no spaces, "
-            "slashes, quotes or wildcards"
+    if not isinstance(session_key, str):
+        raise ArgumentTypeError(
+            "session_key", f"invalid session key: a str, not {type(session_key).__name__}"
+        )
+    if _SESSION_KEY.fullmatch(session_key) is None:
+        raise InvalidArgument(
+            "session_key",
+            f"invalid session key {session_key!r}: 1-{_SESSION_KEY_MAX} characters of "
+            "A-Z a-z 0-9 _ . : @ + = # ~ , > - (no spaces, slashes, quotes or wildcards)",
         )

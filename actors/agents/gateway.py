@@ -37,6 +37,8 @@ class CallerContext(msgspec.Struct, frozen=True, kw_only=True):
     session_stream: str = ""
     #: Set for turns run by a quality gate or an evaluate loop: no gates on delegations.
     skip_hooks: bool = False
+    #: The tool call being made, as the tools that drive actors see it ("" elsewhere).
+    call_id: str = ""
 
 
 class GateStep(msgspec.Struct, frozen=True, kw_only=True):

@@ -11,6 +11,7 @@ __all__ = [
     "ApprovalTimedOut",
     "CancelTurn",
     "GetSessionStatus",
+    "PostMessage",
     "ResumeTurn",
     "SendMessage",
     "SessionStatus",
@@ -30,6 +31,9 @@ class SendMessage(Request[str], frozen=True, kw_only=True):
     turn_id: str = ""
     #: Quality gates do not run for delegations made in this turn (recursion guard).
     skip_hooks: bool = False
+    #: The reply also goes to the outbox with this kind ("reply", "handoff", ...; see
+    #: events.domain.outbox); "" when it is only for the asker.
+    outbox_kind: str = ""
 
 
 class CancelTurn(Request[bool], frozen=True, kw_only=True):
@@ -52,6 +56,16 @@ class ApprovalTimedOut(Message, frozen=True, kw_only=True):
 
 class ResumeTurn(Message, frozen=True, kw_only=True):
     """Sent to itself by a Session that found an unfinished turn in its stream."""
+
+
+class PostMessage(Request[int], frozen=True, kw_only=True):
+    """Put a message for a person in the outbox, from the turn in flight (the ``message``
+    tool). The reply is the position of the recorded ``outbox.message_posted``."""
+
+    text: str
+    channel: str = ""
+    chat_id: str = ""
+    call_id: str = ""
 
 
 class SessionStatus(msgspec.Struct, frozen=True, kw_only=True):

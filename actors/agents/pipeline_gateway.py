@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import msgspec
+
 from clawlog.events import Event
 from clawlog.events.domain.session import ChatMessage, ToolCall
 from clawlog.events.domain.tool import (
@@ -35,6 +37,7 @@ from clawlog.tools import (
     ToolRegistry,
     ToolResult,
 )
+from clawlog.tools.finish import DEFAULT_MAX_RESULT_CHARS
 
 from ..errors import Rejected
 from ..models.base import ToolSpec
@@ -100,6 +103,7 @@ class PipelineGateway:
         policy: PolicyConfig | None = None,
         approvals: ApprovalConfig | None = None,
         pipeline: ToolPipeline | None = None,
+        max_result_chars: int = DEFAULT_MAX_RESULT_CHARS,
     ) -> None:
         self.config = config
         self.services = services or {}
@@ -107,6 +111,7 @@ class PipelineGateway:
             ToolRegistry(tools),
             policy=PolicyEngine(policy_for(config, policy)),
             approval_config=approvals,
+            max_result_chars=max_result_chars,
         )
 
     def context(self, ctx: CallerContext) -> ToolContext:
@@ -132,7 +137,9 @@ class PipelineGateway:
         ]
 
     def begin(self, ctx: CallerContext, call: ToolCall) -> GateStep:
-        decision = self.pipeline.begin(self.context(ctx), call.id, call.name, call.arguments)
+        # The tools that drive actors see which call they are (the message tool records it).
+        context = self.context(msgspec.structs.replace(ctx, call_id=call.id))
+        decision = self.pipeline.begin(context, call.id, call.name, call.arguments)
         return _step(decision)
 
     async def run(self, ticket: Any) -> GateResult:

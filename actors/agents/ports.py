@@ -104,6 +104,7 @@ class AgentPorts:
                 channel=ctx.channel,
                 chat_id=ctx.chat_id,
                 user=ctx.user,
+                outbox_kind="handoff",
             )
         )
         return bool(changed)
@@ -142,9 +143,16 @@ class AgentPorts:
     async def send_to_session(self, agent: str, session_key: str, text: str, sender: str) -> None:
         self.tell_agent(agent, session_key, text, sender)
 
-    def tell_agent(self, agent: str, session_key: str, text: str, sender: str) -> None:
-        """Start a turn in an agent's session without waiting (safe from any thread)."""
-        self._agent(agent).tell(SendMessage(session_key=session_key, text=text, sender=sender))
+    def tell_agent(
+        self, agent: str, session_key: str, text: str, sender: str, *, outbox_kind: str = ""
+    ) -> None:
+        """Start a turn in an agent's session without waiting (safe from any thread).
+
+        ``outbox_kind`` names the kind of outbox message its reply becomes ("" = none)."""
+        message = SendMessage(
+            session_key=session_key, text=text, sender=sender, outbox_kind=outbox_kind
+        )
+        self._agent(agent).tell(message)
 
     def _agent(self, agent: str) -> ActorHandle[Any]:
         handle = self._runtime.lookup(agent_stream(agent))

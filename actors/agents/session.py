@@ -15,7 +15,7 @@ import uuid
 from collections import deque
 from typing import Any
 
-from clawlog.events import Event
+from clawlog.events import Event, VersionConflict
 from clawlog.events.domain.session import (
     ModelFailed,
     ModelReplied,
@@ -38,12 +38,14 @@ from .messages import (
     ApprovalTimedOut,
     CancelTurn,
     GetSessionStatus,
+    PostMessage,
     ResumeTurn,
     SendMessage,
     SessionStatus,
 )
+from .posting import message_posted
 from .prompt import PromptBuilder
-from .session_lifecycle import TurnLifecycle
+from .session_lifecycle import SettleTurn, TurnLifecycle
 from .session_state import SessionState, apply_session_event
 
 __all__ = ["Session", "session_stream"]
@@ -61,6 +63,8 @@ class _Active:
         self.reply = reply
         self.futures: dict[str, concurrent.futures.Future[Any]] = {}
         self.tickets: dict[str, Any] = {}
+        #: Resumed from the log after a restart: its reply goes to the outbox only.
+        self.resumed = False
 
 
 class Session(TurnLifecycle, EventSourcedActor[SessionState]):
@@ -90,6 +94,10 @@ class Session(TurnLifecycle, EventSourcedActor[SessionState]):
         self.max_iterations = config.max_iterations
         self._queue: deque[tuple[SendMessage, Any]] = deque()
         self._active: _Active | None = None
+        #: (turn_id, reason, message) of a turn a store failure ended before the log did.
+        self._unsettled: tuple[str, str, str] | None = None
+        self._settle_tries = 0
+        self._settle_error = None
         self.idle_timeout_s = config.idle_timeout_s
 
     # -- fold ---------------------------------------------------------------------------
@@ -101,6 +109,17 @@ class Session(TurnLifecycle, EventSourcedActor[SessionState]):
 
     # -- messages -----------------------------------------------------------------------
     def handle(self, message: Message) -> Any:
+        try:
+            return self._on_message(message)
+        except (Rejected, VersionConflict):
+            raise
+        except Exception as exc:  # a step of the turn failed: its caller hears it now
+            error = self._abort_turn(exc)
+            if self._reply is not None:  # the ask that drove the step (cancel, approve)
+                self._answer(error=error)
+            return DEFERRED
+
+    def _on_message(self, message: Message) -> Any:
         match message:
             case SendMessage():
                 self._queue.append((message, self.defer_reply()))
@@ -121,12 +140,19 @@ class Session(TurnLifecycle, EventSourcedActor[SessionState]):
                 self._resume_turn()
             case GetSessionStatus():
                 return self._status()
+            case PostMessage():
+                return self._post(message)
+            case SettleTurn():
+                self._on_settle()
             case _:
                 return super().handle(message)
         return None
 
     # -- turns --------------------------------------------------------------------------
     def _next_turn(self) -> None:
+        if self._queue and self._unsettled is not None and not self._settle():
+            self._refuse_queued()
+            return
         if self._active is not None or self.state.turn is not None or not self._queue:
             return
         message, reply = self._queue.popleft()
@@ -153,6 +179,7 @@ class Session(TurnLifecycle, EventSourcedActor[SessionState]):
                 chat_id=message.chat_id,
                 user=message.user,
                 skip_hooks=message.skip_hooks,
+                outbox_kind=message.outbox_kind,
             )
         )
         self._active = _Active(turn_id, reply)
@@ -302,10 +329,13 @@ class Session(TurnLifecycle, EventSourcedActor[SessionState]):
     def _complete_turn(self, text: str) -> None:
         turn, active = self.state.turn, self._active
         assert turn is not None
-        self.emit(
-            [TurnCompleted(turn_id=turn.turn_id, reply=text, iterations=turn.iteration)],
-            correlation_id=turn.turn_id,
-        )
+        events: list[Event] = [
+            TurnCompleted(turn_id=turn.turn_id, reply=text, iterations=turn.iteration)
+        ]
+        if turn.outbox_kind:  # the reply is for a person: the outbox, in the same append
+            resumed = active is not None and active.resumed
+            events.append(self._posted(text, turn.outbox_kind, resumed=resumed))
+        self.emit(events, correlation_id=turn.turn_id, causation_id=turn.turn_id)
         self._active = None
         if active is not None and active.reply is not None:
             active.reply.set(text)
@@ -323,7 +353,25 @@ class Session(TurnLifecycle, EventSourcedActor[SessionState]):
             active.reply.set_error(TurnFailedError(reason, text))
         self._next_turn()
 
+    def _post(self, message: PostMessage) -> int:
+        turn = self.state.turn
+        if turn is None or self._active is None:
+            raise Rejected("a message can only be posted from a turn in flight")
+        event = self._posted(
+            self._gateway.scrub(message.text),
+            "message",
+            channel=message.channel,
+            chat_id=message.chat_id,
+            call_id=message.call_id,
+        )
+        causation = message.call_id or turn.turn_id
+        recorded = self.emit([event], correlation_id=turn.turn_id, causation_id=causation)
+        return recorded[0].position
+
     # -- helpers ------------------------------------------------------------------------
+    def _posted(self, text: str, kind: str, **where: Any) -> Event:
+        return message_posted(self.config.key, self.session_key, self.state, text, kind, **where)
+
     def caller(self) -> CallerContext:
         turn = self.state.turn
         return CallerContext(
@@ -344,7 +392,12 @@ class Session(TurnLifecycle, EventSourcedActor[SessionState]):
         return self.state.turn is not None and self.state.turn.turn_id == turn_id
 
     def is_idle(self) -> bool:
-        return self._active is None and self.state.turn is None and not self._queue
+        return (
+            self._active is None
+            and self.state.turn is None
+            and not self._queue
+            and self._unsettled is None
+        )
 
     def _status(self) -> SessionStatus:
         turn = self.state.turn

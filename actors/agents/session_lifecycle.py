@@ -6,16 +6,23 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from clawlog.events import Event
+from clawlog.events import (
+    CorruptEvent,
+    Event,
+    EventStoreError,
+    InvalidAppend,
+    StoreUnavailable,
+)
 from clawlog.events.domain.session import TurnCancelled, TurnFailed
 
-from ..errors import ActorDead, TurnCancelledError, TurnFailedError
+from ..errors import ActorDead, ActorUnavailable, TurnCancelledError, TurnFailedError
+from ..messages import Message
 from .messages import ResumeTurn
 
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ["SESSION_END_HOOKS", "TurnLifecycle"]
+__all__ = ["SESSION_END_HOOKS", "SettleTurn", "TurnLifecycle"]
 
 #: ``runtime.services`` key: callables ``(agent, session_key)`` a stopping Session calls.
 SESSION_END_HOOKS = "session_end_hooks"
@@ -24,26 +31,104 @@ SESSION_END_HOOKS = "session_end_hooks"
 class TurnLifecycle:
     """Mixed into :class:`actors.agents.session.Session`."""
 
+    #: Why the end of a failed turn is not recorded yet (the store is unreachable).
+    _settle_error: StoreUnavailable | None
+
     def on_recovered(self: Session, restarted: bool) -> None:
-        if self.state.turn is None:
+        if not restarted:
+            if self.state.turn is not None:
+                self.actor_ref.tell(ResumeTurn())
             return
-        if restarted:  # a crash in this process: do not replay into the same crash
+        # A crash in this process: do not replay into the same crash. The sender hears it
+        # first (even if the store cannot take the turn's end now), and the turn ends.
+        turn, active = self.state.turn, self._active
+        message = "the session crashed and restarted"
+        self._active, self._unsettled = None, None  # the stream was just read again
+        if active is not None:
+            for future in active.futures.values():
+                future.cancel()
+            if active.reply is not None:  # the sender is still waiting for this turn
+                active.reply.set_error(TurnFailedError("crashed", message))
+        if turn is not None:
             self._close_open_calls("the session crashed during this call")
-            turn_id, active = self.state.turn.turn_id, self._active
-            message = "the session crashed and restarted"
             self.emit(
-                [TurnFailed(turn_id=turn_id, reason="crashed", message=message)],
+                [TurnFailed(turn_id=turn.turn_id, reason="crashed", message=message)],
+                correlation_id=turn.turn_id,
+            )
+        self.actor_ref.tell(SettleTurn())  # then the queued messages, each in its own step
+
+    # -- failures inside a turn ---------------------------------------------------------
+    def _abort_turn(self: Session, exc: Exception) -> TurnFailedError:
+        """A step of the turn raised. Its caller hears it now (and gets the error back).
+
+        A store error (an append refused or lost, the store unreachable) ends the turn in
+        the log, now or once the store answers again, and the session serves its next
+        message. Anything else is a defect: it is raised again, so supervision records it
+        and restarts the session from its stream (which ends the turn as ``crashed``)."""
+        active, turn = self._active, self.state.turn
+        if (active is None and turn is None) or self._unsettled is not None:
+            raise exc  # nothing in flight, or recording a failed turn's end failed otherwise
+        turn_id = active.turn_id if active is not None else turn.turn_id  # type: ignore[union-attr]
+        reason = _failure_reason(exc)
+        text = self._gateway.scrub(f"{type(exc).__name__}: {exc}")[:2000]
+        error = TurnFailedError(reason, text)
+        error.__cause__ = exc
+        self._active = None
+        if active is not None:
+            for future in active.futures.values():
+                future.cancel()
+            if active.reply is not None:
+                active.reply.set_error(error)
+        self.log.error("turn failed", turn_id=turn_id, reason=reason, error=text)
+        if not isinstance(exc, EventStoreError) or isinstance(exc, CorruptEvent):
+            raise exc  # a corrupt stream escalates at once: a restart reads it again
+        self._unsettled = (turn_id, reason, text)
+        self._tell_self(SettleTurn())
+        return error
+
+    def _settle(self: Session) -> bool:
+        """End in the log the turn a store failure ended here; False while the store is
+        unreachable (tried again with backoff, and at each new message)."""
+        if self._unsettled is None:
+            return True
+        turn_id, reason, text = self._unsettled
+        try:
+            if reason != "append_refused":  # the failed append may have been written
+                self._recover()
+            turn = self.state.turn
+            if turn is not None:
+                self._close_open_calls(f"the turn failed: {text}")
+                turn_id = turn.turn_id
+            # With no turn open, its start was not recorded: its end still is.
+            self.emit(
+                [TurnFailed(turn_id=turn_id, reason=reason, message=text)],
                 correlation_id=turn_id,
             )
-            self._active = None
-            if active is not None:
-                for future in active.futures.values():
-                    future.cancel()
-                if active.reply is not None:  # the sender is still waiting for this turn
-                    active.reply.set_error(TurnFailedError("crashed", message))
+        except StoreUnavailable as exc:
+            self._settle_error = exc
+            self.log.warning("turn end not recorded yet", turn_id=turn_id, error=str(exc))
+            return False
+        self._unsettled, self._settle_tries, self._settle_error = None, 0, None
+        return True
+
+    def _on_settle(self: Session) -> None:
+        """One try to settle (its only retry chain: backoff until the store answers)."""
+        if self._settle():
             self._next_turn()
             return
-        self.actor_ref.tell(ResumeTurn())
+        self._refuse_queued()
+        self._settle_tries += 1
+        loop = self.runtime.hub.loop
+        delay = self.policy.backoff(self._settle_tries)
+        loop.call_soon_threadsafe(loop.call_later, delay, self._tell_self, SettleTurn())
+
+    def _refuse_queued(self: Session) -> None:
+        """The store is unreachable: the queued messages cannot start a turn; say so now."""
+        assert self._settle_error is not None
+        while self._queue:
+            _, reply = self._queue.popleft()
+            if reply is not None:
+                reply.set_error(ActorUnavailable(self.path, self._settle_error))
 
     def on_stop(self: Session) -> None:
         active, queued = self._active, list(self._queue)
@@ -111,6 +196,7 @@ class TurnLifecycle:
         from .session import _Active
 
         self._active = _Active(turn.turn_id, None)
+        self._active.resumed = True
         self.log.info("resuming an interrupted turn", turn_id=turn.turn_id)
         if turn.awaiting == "done":
             last = next(m for m in reversed(self.state.messages) if m.role == "assistant")
@@ -130,3 +216,18 @@ class TurnLifecycle:
                         step = msgspec.structs.replace(step, events=[])
                     self._apply_gate(tool_call.id, step)
         self._continue_if_done()
+
+
+class SettleTurn(Message, frozen=True, kw_only=True):
+    """Record the end of a turn a store failure ended, then serve the queued messages."""
+
+
+def _failure_reason(exc: Exception) -> str:
+    """``TurnFailed.reason`` for an error raised by a step of the turn."""
+    if isinstance(exc, InvalidAppend):
+        return "append_refused"  # nothing was written (too large, not encodable)
+    if isinstance(exc, StoreUnavailable):
+        return "store_unavailable"
+    if isinstance(exc, EventStoreError):
+        return "store_error"
+    return "crashed"

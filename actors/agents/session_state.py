@@ -33,6 +33,8 @@ class TurnState(msgspec.Struct, kw_only=True):
     #: call ids waiting for an approval decision.
     awaiting_approval: list[str] = msgspec.field(default_factory=list)
     skip_hooks: bool = False
+    #: The outbox kind of the turn's reply ("" = only for the asker).
+    outbox_kind: str = ""
 
 
 class SessionState(msgspec.Struct, kw_only=True):
@@ -68,7 +70,10 @@ def apply_session_event(
             prefix = "" if event.sender == "user" else f"[{event.sender}] "
             state.messages.append(ChatMessage(role="user", content=prefix + event.text))
             state.turn = TurnState(
-                turn_id=event.turn_id, sender=event.sender, skip_hooks=event.skip_hooks
+                turn_id=event.turn_id,
+                sender=event.sender,
+                skip_hooks=event.skip_hooks,
+                outbox_kind=_outbox_kind(event),
             )
             if event.channel:
                 state.channel, state.chat_id = event.channel, event.chat_id
@@ -109,3 +114,9 @@ def _apply_tool_event(state: SessionState, event: Event, read: ToolEventReader) 
     if message is not None and call_id in turn.pending_calls:
         del turn.pending_calls[call_id]
         state.messages.append(message)
+
+
+def _outbox_kind(event: TurnStarted) -> str:
+    if event.outbox_kind is not None:
+        return event.outbox_kind
+    return "reply" if event.sender == "user" else ""  # recorded before the outbox existed

@@ -198,8 +198,14 @@ class SubagentSupervision:
             lines.append(f"- {t.label or t.task_id} ({t.task_id}, {t.status}): {body}")
         self.emit([SubagentAnnounced(parent_session=parent_session, task_ids=task_ids)])
         parent_key = tasks[0].parent_key
-        message = SendMessage(session_key=parent_key, text="\n".join(lines), sender="subagent")
-        if parent_session.startswith("subagent/"):
+        nested = parent_session.startswith("subagent/")  # its answer goes to its parent
+        message = SendMessage(
+            session_key=parent_key,
+            text="\n".join(lines),
+            sender="subagent",
+            outbox_kind="" if nested else "subagent",
+        )
+        if nested:
             handle = self.children.get(parent_session)
             if handle is not None and handle.is_alive():
                 handle.ref.tell(AskEnvelope(message, _Ignore()))

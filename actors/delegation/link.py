@@ -321,7 +321,13 @@ class DelegationLink(GateFlow, EventSourcedActor[LinkState]):
             else f"[delegate:{info.delegation_id}] {_describe(info)}"
         )
         try:
-            ports.tell_agent(info.source, source_key, text, f"delegate:{info.delegation_id}")
+            ports.tell_agent(
+                info.source,
+                source_key,
+                text,
+                f"delegate:{info.delegation_id}",
+                outbox_kind="delegation",
+            )
         except Exception as exc:
             self.log.warning("could not announce a delegation result", error=str(exc))
             return

@@ -7,8 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from clawlog.events.domain.team import TeamMember
 
-from ..agents.config import AgentConfig, validate_agent_key
+from ..agents.config import AgentConfig
 from ..agents.gateway import CallerContext
+from ..boundary import Limits, check_agent_key, check_name
+from ..errors import ArgumentTypeError, InvalidArgument, UnknownAgent
 from ..runtime import ActorHandle
 from .messages import GetBoard, TeamView
 from .team import Team, team_stream
@@ -45,13 +47,28 @@ class TeamApi:
         lead: str,
         members: list[tuple[str, str]],
     ) -> ActorHandle[Any]:
-        """Create (or reopen) a team. Register its agents first: the lead gets TEAM.md."""
-        if _TEAM_ID.fullmatch(team_id) is None:
-            raise ValueError(f"invalid team id {team_id!r}: 1-64 of a-z 0-9 _ . -")
-        for key in [lead, *(m for m, _ in members)]:
-            validate_agent_key(key)
+        """Create (or reopen) a team. Register its agents first: the lead gets TEAM.md.
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError, InvalidArgument: an invalid ``team_id``, ``name``, ``lead``
+                or ``members`` (not (agent key, role) pairs, an agent twice, the lead
+                among them); names the parameter.
+            UnknownAgent: (an ActorDead) the lead or a member is not registered.
+            StreamOwnedElsewhere: another process runs this team (owns ``team/{id}``).
+            AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask`.
+        """
+        self._check_open()
+        _check_team_id(team_id)
+        check_name(name, "name", self.limits, required=True)
+        check_agent_key(lead, "lead")
+        members = _check_members(members, self.limits)
         if lead in [m for m, _ in members]:
-            raise ValueError("the lead is not listed among the members")
+            raise InvalidArgument("members", "the lead is not listed among the members")
+        registered = self.registered_agents()
+        for parameter, key in [("lead", lead), *(("members", m) for m, _ in members)]:
+            if key not in registered:
+                raise UnknownAgent(key, registered, parameter)
         handle = self.actor(team_stream(team_id))
         if handle is None or not handle.is_alive():
             handle = await self.spawn(
@@ -77,9 +94,43 @@ class TeamApi:
         return handle
 
     async def team_board(self: System, team_id: str) -> TeamView:
+        """The team's members and task board.
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError, InvalidArgument: an invalid ``team_id``.
+            ActorDead: no team ``team_id`` was created in this process.
+            AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask`.
+        """
+        self._check_open()
+        _check_team_id(team_id)
         handle = self.actor(team_stream(team_id))
         if handle is None:
             from ..errors import ActorDead
 
             raise ActorDead(f"unknown team {team_id!r}: create it with system.create_team()")
         return await handle.ask(GetBoard())  # type: ignore[no-any-return]
+
+
+def _check_team_id(team_id: object) -> None:
+    if not isinstance(team_id, str):
+        raise ArgumentTypeError("team_id", f"must be a str, not {type(team_id).__name__}")
+    if _TEAM_ID.fullmatch(team_id) is None:
+        raise InvalidArgument("team_id", f"invalid team id {team_id!r}: 1-64 of a-z 0-9 _ . -")
+
+
+def _check_members(members: object, limits: Limits) -> list[tuple[str, str]]:
+    """A list of ``(agent key, role)`` pairs, each agent once."""
+    if isinstance(members, str) or not isinstance(members, list | tuple):
+        raise ArgumentTypeError("members", "must be a list of (agent key, role) pairs")
+    checked: list[tuple[str, str]] = []
+    for member in members:
+        if not isinstance(member, list | tuple) or len(member) != 2:
+            raise ArgumentTypeError("members", f"must hold (agent key, role) pairs, not {member!r}")
+        checked.append(
+            (check_agent_key(member[0], "members"), check_name(member[1], "members", limits))
+        )
+    keys = [key for key, _ in checked]
+    if len(set(keys)) != len(keys):
+        raise InvalidArgument("members", f"an agent is listed twice: {keys}")
+    return checked

@@ -334,11 +334,19 @@ class Team(EventSourcedActor[BoardState]):
             return
         _, agent, session_key = origin.split("/", 2)
         text = f'task {task.task_id} "{task.subject}" completed: {result}'
-        self._tell(ports, agent, session_key, text, f"teammate:{by}")
+        self._tell(ports, agent, session_key, text, f"teammate:{by}", outbox_kind="teammate")
 
-    def _tell(self, ports: Any, agent: str, session_key: str, text: str, sender: str) -> None:
+    def _tell(
+        self,
+        ports: Any,
+        agent: str,
+        session_key: str,
+        text: str,
+        sender: str,
+        outbox_kind: str = "",
+    ) -> None:
         try:
-            ports.tell_agent(agent, session_key, text, sender)
+            ports.tell_agent(agent, session_key, text, sender, outbox_kind=outbox_kind)
         except Exception as exc:  # an unregistered agent must not crash the board
             self.log.warning("could not reach team member", agent=agent, error=str(exc))
 

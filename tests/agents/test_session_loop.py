@@ -30,6 +30,7 @@ async def test_a_turn_is_recorded_event_by_event(tmp_path: Path) -> None:
             "session.model_requested",
             "session.model_replied",
             "session.turn_completed",
+            "outbox.message_posted",
         ]
         started = events[1].event
         assert (started.channel, started.chat_id, started.user) == ("cli", "c1", "ann")  # type: ignore[union-attr]
@@ -145,10 +146,18 @@ async def test_idle_sessions_passivate_and_recover_on_the_next_message(tmp_path:
             async for recorded in events:
                 if recorded.type == "actor.stopped":
                     break
-        assert system.actor("session/main/u") is None
+        # (Not system.actor(...) is None here: actor.stopped is recorded just before the
+        # actor leaves the registry, so on a busy machine it may still be listed.)
         assert await system.send("main", "u", "second") == "echo: second"
         status = await system.session_status("main", "u")
         assert status.turns_completed == 2 and status.messages == 4
+        lifecycle = [
+            e.type
+            for e in await system.store.read_stream("session/main/u")
+            if e.type in ("actor.started", "actor.stopped")
+        ]
+        # started again by the second message (it may have passivated again since: [:3])
+        assert lifecycle[:3] == ["actor.started", "actor.stopped", "actor.started"]
 
 
 class ModelWithABug:

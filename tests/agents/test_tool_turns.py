@@ -46,6 +46,7 @@ async def test_a_multi_step_tool_turn_is_recorded_event_by_event(tmp_path: Path)
             "session.model_requested",
             "session.model_replied",
             "session.turn_completed",
+            "outbox.message_posted",
         ]
         completed = [e.event for e in events if e.type == "tool.call_completed"]
         assert completed[1].for_llm == "4"  # type: ignore[union-attr]

@@ -71,13 +71,14 @@ async def test_an_agent_turn_calls_a_granted_mcp_tool(
 
     assert answer == "tool said: The sum of 2 and 3 is 5."
     events = await system.store.read_stream("session/main/u")
-    assert types(events)[-6:] == [
+    assert types(events)[-7:] == [
         "tool.call_requested",
         "tool.call_started",
         "tool.call_completed",
         "session.model_requested",
         "session.model_replied",
         "session.turn_completed",
+        "outbox.message_posted",
     ]
     offered = next(e.event for e in events if isinstance(e.event, ModelRequested))
     assert "mcp_everything_get-sum" in offered.tools

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from clawlog.cli.demo import run_demo
 
+from clawlog.cli.demo import run_demo
 from clawlog.events import ANY, Event, EventMetadata, EventStore, SqliteBackend, open_store
 from clawlog.events.domain.actor import (
     ActorFailed,
