@@ -256,6 +256,11 @@ class DelegationLink(GateFlow, EventSourcedActor[LinkState]):
         info = self.state.delegations.get(outcome.delegation_id)
         if info is None or info.status != "running" or outcome.attempt != info.attempts:
             return
+        if not outcome.ok and outcome.crashed and self.runtime.closing:
+            # The target stopped because the System is closing, not on its own: the
+            # delegation stays running in the log and the link records it as interrupted
+            # when it starts again (recording "crashed" here would race the link's own stop).
+            return
         if not outcome.ok:
             reason = "crashed" if outcome.crashed else "target_failed"
             self._finish(
