@@ -108,6 +108,12 @@ class SupervisedMixin:
         refused meanwhile (:class:`ActorUnavailable`); tells wait for the recovery."""
         self._store_down = exc
         self._store_waits += 1
+        told = [(message, reply) for message, reply in self._stash if reply is None]
+        for _, reply in self._stash:  # stashed before the store went away: answer them now
+            if reply is not None:
+                reply.set_error(ActorUnavailable(self.path, exc))
+        self._stash.clear()
+        self._stash.extend(told)
         self._restarting = True
         delay = self.policy.backoff(self._store_waits)
         self.log.warning(

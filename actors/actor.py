@@ -406,4 +406,7 @@ class EventSourcedActor(SupervisedMixin, pykka.ThreadingActor, Generic[S]):
         if self._since_snapshot >= self.snapshot_every:
             self._since_snapshot = 0
             state: Any = self.state  # snapshot states are msgspec Structs (see state_type)
-            self.runtime.run(self.runtime.store.save_snapshot(self.path, self.version, state))
+            try:
+                self.runtime.run(self.runtime.store.save_snapshot(self.path, self.version, state))
+            except Exception as exc:  # only an optimisation: the events are recorded
+                self.log.warning("snapshot not saved", version=self.version, error=str(exc))

@@ -15,7 +15,9 @@ import uuid
 from collections import deque
 from typing import Any
 
-from clawlog.events import Event, VersionConflict
+import msgspec
+
+from clawlog.events import Event, StoreUnavailable, VersionConflict
 from clawlog.events.domain.session import (
     ModelFailed,
     ModelReplied,
@@ -98,6 +100,8 @@ class Session(TurnLifecycle, EventSourcedActor[SessionState]):
         self._unsettled: tuple[str, str, str] | None = None
         self._settle_tries = 0
         self._settle_error = None
+        self._unstarted = None
+        self._settle_due = False
         self.idle_timeout_s = config.idle_timeout_s
 
     # -- fold ---------------------------------------------------------------------------
@@ -183,7 +187,14 @@ class Session(TurnLifecycle, EventSourcedActor[SessionState]):
             )
         )
         self._active = _Active(turn_id, reply)
-        self.emit(events, correlation_id=turn_id, causation_id=message.correlation_id)
+        try:
+            self.emit(events, correlation_id=turn_id, causation_id=message.correlation_id)
+        except StoreUnavailable:
+            if reply is None:  # nobody can be told it failed: it starts when the store is back
+                self._queue.appendleft((msgspec.structs.replace(message, turn_id=turn_id), None))
+                self._unstarted = turn_id
+            raise
+        self._settle_tries, self._unstarted = 0, None
         self._request_model()
 
     def _request_model(self) -> None:
@@ -329,12 +340,13 @@ class Session(TurnLifecycle, EventSourcedActor[SessionState]):
     def _complete_turn(self, text: str) -> None:
         turn, active = self.state.turn, self._active
         assert turn is not None
+        recorded = self._gateway.scrub(text)  # the log never holds a secret; send gets text
         events: list[Event] = [
-            TurnCompleted(turn_id=turn.turn_id, reply=text, iterations=turn.iteration)
+            TurnCompleted(turn_id=turn.turn_id, reply=recorded, iterations=turn.iteration)
         ]
         if turn.outbox_kind:  # the reply is for a person: the outbox, in the same append
             resumed = active is not None and active.resumed
-            events.append(self._posted(text, turn.outbox_kind, resumed=resumed))
+            events.append(self._posted(recorded, turn.outbox_kind, resumed=resumed))
         self.emit(events, correlation_id=turn.turn_id, causation_id=turn.turn_id)
         self._active = None
         if active is not None and active.reply is not None:

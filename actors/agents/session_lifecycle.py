@@ -33,6 +33,11 @@ class TurnLifecycle:
 
     #: Why the end of a failed turn is not recorded yet (the store is unreachable).
     _settle_error: StoreUnavailable | None
+    #: The turn id of a told message put back at the head of the queue: the store could
+    #: not take its start (which may still have been written: the stream is read again).
+    _unstarted: str | None
+    #: A SettleTurn is scheduled (its backoff timer is running).
+    _settle_due: bool
 
     def on_recovered(self: Session, restarted: bool) -> None:
         if not restarted:
@@ -83,7 +88,14 @@ class TurnLifecycle:
         if not isinstance(exc, EventStoreError) or isinstance(exc, CorruptEvent):
             raise exc  # a corrupt stream escalates at once: a restart reads it again
         self._unsettled = (turn_id, reason, text)
-        self._tell_self(SettleTurn())
+        if turn_id != self._unstarted or not isinstance(exc, StoreUnavailable):
+            self._tell_self(SettleTurn())
+            return error
+        # A told message went back to the queue: retry it with backoff (not at once: the
+        # store may still read but not write), and the asks behind it hear why now.
+        self._settle_error = exc
+        self._refuse_queued()
+        self._settle_later()
         return error
 
     def _settle(self: Session) -> bool:
@@ -96,39 +108,67 @@ class TurnLifecycle:
             if reason != "append_refused":  # the failed append may have been written
                 self._recover()
             turn = self.state.turn
-            if turn is not None:
-                self._close_open_calls(f"the turn failed: {text}")
-                turn_id = turn.turn_id
-            # With no turn open, its start was not recorded: its end still is.
-            self.emit(
-                [TurnFailed(turn_id=turn_id, reason=reason, message=text)],
-                correlation_id=turn_id,
-            )
+            if turn_id == self._unstarted:
+                self._settle_told(turn_id)  # its backoff goes on until it starts
+            elif turn is None and self.state.last_ended_turn == turn_id:
+                # Its end was written before the failure (e.g. an acknowledgement lost).
+                self._settle_tries = 0
+            else:
+                if turn is not None:
+                    self._close_open_calls(f"the turn failed: {text}")
+                    turn_id = turn.turn_id
+                # With no turn open, its start was not recorded: its end still is.
+                self.emit(
+                    [TurnFailed(turn_id=turn_id, reason=reason, message=text)],
+                    correlation_id=turn_id,
+                )
+                self._settle_tries = 0
         except StoreUnavailable as exc:
             self._settle_error = exc
             self.log.warning("turn end not recorded yet", turn_id=turn_id, error=str(exc))
             return False
-        self._unsettled, self._settle_tries, self._settle_error = None, 0, None
+        self._unsettled, self._settle_error = None, None
         return True
+
+    def _settle_told(self: Session, turn_id: str) -> None:
+        """The told message of ``turn_id`` is back at the head of the queue. If its start
+        was written after all, the turn is open in the log: it resumes instead of starting
+        twice. Otherwise nothing ended, and it starts again from the queue."""
+        self._unstarted = None
+        turn = self.state.turn
+        if turn is not None and turn.turn_id == turn_id:
+            if self._queue and self._queue[0][0].turn_id == turn_id:
+                self._queue.popleft()
+            self._tell_self(ResumeTurn())
 
     def _on_settle(self: Session) -> None:
         """One try to settle (its only retry chain: backoff until the store answers)."""
+        self._settle_due = False
         if self._settle():
             self._next_turn()
             return
         self._refuse_queued()
+        self._settle_later()
+
+    def _settle_later(self: Session) -> None:
+        if self._settle_due:  # one retry chain, however many messages fail meanwhile
+            return
+        self._settle_due = True
         self._settle_tries += 1
         loop = self.runtime.hub.loop
         delay = self.policy.backoff(self._settle_tries)
         loop.call_soon_threadsafe(loop.call_later, delay, self._tell_self, SettleTurn())
 
     def _refuse_queued(self: Session) -> None:
-        """The store is unreachable: the queued messages cannot start a turn; say so now."""
+        """The store is unreachable: the queued asks cannot start a turn; say so now. Told
+        messages stay queued (nobody could be told): they run when the store is back."""
         assert self._settle_error is not None
-        while self._queue:
-            _, reply = self._queue.popleft()
+        told = [(message, reply) for message, reply in self._queue if reply is None]
+        for _, reply in self._queue:
             if reply is not None:
                 reply.set_error(ActorUnavailable(self.path, self._settle_error))
+        self._queue.clear()
+        self._queue.extend(told)
 
     def on_stop(self: Session) -> None:
         active, queued = self._active, list(self._queue)
@@ -197,6 +237,15 @@ class TurnLifecycle:
 
         self._active = _Active(turn.turn_id, None)
         self._active.resumed = True
+        if turn.sender.startswith("delegate:"):
+            # Its link records the delegation as interrupted when it starts again and tells
+            # the source so: finishing the turn here would do the work a second time for
+            # nobody. It ends as interrupted instead.
+            self._close_open_calls("interrupted by a restart; the call may not have finished")
+            self._fail_turn(
+                "interrupted", "a restart interrupted this delegated turn; its link records it"
+            )
+            return
         self.log.info("resuming an interrupted turn", turn_id=turn.turn_id)
         if turn.awaiting == "done":
             last = next(m for m in reversed(self.state.messages) if m.role == "assistant")

@@ -50,6 +50,8 @@ class SessionState(msgspec.Struct, kw_only=True):
     turns_completed: int = 0
     turns_failed: int = 0
     last_reply: str = ""
+    #: The id of the last turn whose end (completed, failed, cancelled) is in the stream.
+    last_ended_turn: str = ""
 
 
 #: Maps a tool event to (call_id, the tool message for the conversation or None, approval
@@ -93,9 +95,11 @@ def apply_session_event(
         case TurnCompleted():
             state.turn, state.last_reply = None, event.reply
             state.turns_completed += 1
+            state.last_ended_turn = event.turn_id
         case TurnFailed() | TurnCancelled():
             state.turn = None
             state.turns_failed += 1
+            state.last_ended_turn = event.turn_id
         case _:
             _apply_tool_event(state, event, read_tool_event)
     return state

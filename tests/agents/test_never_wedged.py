@@ -28,7 +28,7 @@ from clawlog.actors import (
 from clawlog.actors.agents import AgentConfig
 from clawlog.actors.internal import Ready
 from clawlog.actors.models import ScriptedModel, reply
-from tests.actors.sample import Counter, Crash
+from tests.actors.sample import Add, Added, Counter, Crash, Get
 from tests.agents.support import GatedModel, types, wait_threading_event
 from tests.support.postgres import database_url, pg_ctl
 
@@ -112,6 +112,93 @@ async def test_a_corrupt_session_fails_its_sends_and_the_agents_other_sessions_a
         agent_events = types(await system.store.read_stream("agent/main"))
         assert "actor.escalated" not in agent_events and "actor.failed" not in agent_events
         assert system.escalations == []
+
+
+def store_down_for(path: Path, event_type: str) -> None:
+    """Appends of ``event_type`` fail as on an unreachable store (a runtime error of the
+    file, not a refusal) until ``store_back``."""
+    with sqlite3.connect(path) as db:
+        db.execute(
+            f"CREATE TRIGGER store_down BEFORE INSERT ON events WHEN NEW.type = '{event_type}' "
+            "BEGIN SELECT json('the store is unreachable'); END"
+        )
+
+
+def store_back(path: Path) -> None:
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TRIGGER store_down")
+
+
+async def test_a_told_message_is_kept_through_an_outage_and_served_after_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "log.db"
+    async with System.open(path) as system:
+        await system.register_agent(AgentConfig(key="main"), echo_model())
+        assert await system.send("main", "s", "first", timeout=60) == "echo: first"
+        head = await system.store.head_position()
+        store_down_for(path, "session.turn_started")
+        ports = system.runtime.services["agents"]
+        ports.tell_agent("main", "s", "the conversation is yours now", "handoff:other")
+        with pytest.raises(ActorUnavailable):  # an ask behind it hears it at once
+            await system.send("main", "s", "anyone?", timeout=60)
+        async with system.store.subscribe(head + 1, stream_prefix="session/main/s") as events:
+            store_back(path)
+            async with asyncio.timeout(60):
+                async for recorded in events:
+                    if recorded.type == "session.turn_completed":
+                        break
+        assert recorded.event.reply == "echo: [handoff:other] the conversation is yours now"  # type: ignore[attr-defined]
+        events = await system.store.read_stream("session/main/s")
+        turns = [e.type for e in events if e.type.startswith("session.turn_")]
+        assert turns == ["session.turn_started", "session.turn_completed"] * 2
+        status = await system.session_status("main", "s")
+        assert (status.busy, status.queued, status.turns_failed) == (False, 0, 0)
+
+
+async def test_a_snapshot_the_store_refuses_does_not_fail_a_completed_turn(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "log.db"
+    async with System.open(path) as system:
+        await system.register_agent(AgentConfig(key="main"), echo_model())
+        assert await system.send("main", "s", "first") == "echo: first"
+    with sqlite3.connect(path) as db:  # no snapshot can be written, as on a full disk
+        db.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON snapshots "
+            "BEGIN SELECT RAISE(ABORT, 'refused by the disk'); END"
+        )
+    async with System.open(path) as system:
+        await system.register_agent(AgentConfig(key="main"), echo_model())
+        for n in range(50):  # past the session's snapshot interval
+            assert await system.send("main", "s", f"m{n}", timeout=60) == f"echo: m{n}"
+        events = await system.store.read_stream("session/main/s")
+        assert len(events) > 200
+        assert "session.turn_failed" not in types(events)
+        status = await system.session_status("main", "s")
+        assert (status.turns_failed, status.turns_completed) == (0, 51)
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT count(*) FROM snapshots").fetchone() == (0,)
+
+
+async def test_asks_stashed_before_the_store_went_away_are_answered_at_once(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "log.db"
+    async with System.open(path, event_types=[Added]) as system:
+        policy = SupervisionPolicy(backoff_base_s=1.0, backoff_max_s=1.0)
+        counter = await system.spawn(Counter, "counter/c", policy=policy)
+        store_down_for(path, "actor.restarted")  # its restart cannot be recorded
+        with pytest.raises(ActorCrashed):
+            await counter.ask(Crash())
+        counter.tell(Add(amount=5))  # both stashed while it waits to restart
+        with pytest.raises(ActorUnavailable):
+            await counter.ask(Add(amount=1), timeout=30)
+        async with system.store.subscribe(1, types=["actor.restarted"]) as restarts:
+            store_back(path)
+            async with asyncio.timeout(60):
+                await anext(aiter(restarts))
+        assert await counter.ask(Get()) == 5  # the told one was kept
 
 
 # -- PostgreSQL: the store goes away mid-turn and comes back ---------------------------------
@@ -209,3 +296,31 @@ async def test_an_escalation_while_the_store_is_down_is_recorded_when_it_is_back
                 escalated = await anext(aiter(escalations))
         assert escalated.event.path == "counter/c"  # type: ignore[attr-defined]
         assert escalated.stream.startswith("system/guardian")
+
+
+async def test_a_message_told_during_an_outage_is_served_when_the_store_is_back(
+    pg_url: str,
+) -> None:
+    async with System.open(pg_url, schema=f"t_{uuid.uuid4().hex[:10]}") as system:
+        await system.register_agent(AgentConfig(key="main"), echo_model())
+        assert await system.send("main", "s", "first", timeout=60) == "echo: first"
+        head = await system.store.head_position()
+        ports = system.runtime.services["agents"]
+        pg_ctl("stop-fast")
+        try:
+            ports.tell_agent("main", "s", "a report from a teammate", "teammate:b")
+            with pytest.raises(ActorUnavailable):
+                await system.send("main", "s", "anyone?", timeout=60)
+            status = await system.session_status("main", "s")
+            assert status.queued == 1  # the told message waits; the ask was answered
+        finally:
+            pg_ctl("start-again")
+        async with system.store.subscribe(head + 1, stream_prefix="session/main/s") as events:
+            async with asyncio.timeout(120):
+                async for recorded in events:
+                    if recorded.type == "session.turn_completed":
+                        break
+        assert recorded.event.reply == "echo: [teammate:b] a report from a teammate"  # type: ignore[attr-defined]
+        events = await system.store.read_stream("session/main/s")
+        turns = [e.type for e in events if e.type.startswith("session.turn_")]
+        assert turns == ["session.turn_started", "session.turn_completed"] * 2
