@@ -119,6 +119,7 @@ class Outbox:
         self._head: int | None = None
         self._page: list[RecordedEvent] = []
         self._live: HubSubscription | None = None
+        self._closing: set[asyncio.Future[None]] = set()
         self._closed = False
 
     def __aiter__(self) -> Outbox:
@@ -146,7 +147,12 @@ class Outbox:
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None and task.cancelling():
-                raise  # our caller is cancelled
+                # Our caller is cancelled (a timeout around anext): the hub may already
+                # have taken an event off the subscription for this step, and it is lost
+                # with it. Drop the subscription; the next step subscribes again from the
+                # first position not yet delivered, so nothing is skipped.
+                self._drop_live()
+                raise
             await self.aclose()  # the hub stopped (the System closed) during the wait
             raise StopAsyncIteration from None
 
@@ -174,14 +180,20 @@ class Outbox:
         """The position of the last event read (``since`` until one is read)."""
         return self._next - 1
 
+    def _drop_live(self) -> None:
+        live, self._live = self._live, None
+        if live is not None:  # closed in the background: this task is being cancelled
+            closing = asyncio.ensure_future(_close_quietly(live))
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
+
     async def aclose(self) -> None:
         if self._closed:
             return
         self._closed = True
         live, self._live = self._live, None
         if live is not None:
-            with contextlib.suppress(StoreClosed, HubError):
-                await live.aclose()
+            await _close_quietly(live)
 
     async def __aenter__(self) -> Outbox:
         return self
@@ -190,3 +202,8 @@ class Outbox:
         self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+async def _close_quietly(live: HubSubscription) -> None:
+    with contextlib.suppress(StoreClosed, HubError):
+        await live.aclose()

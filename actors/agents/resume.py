@@ -5,7 +5,7 @@ under supervision) it starts every such session; the Session finds its unfinishe
 its stream and finishes it (``Session._resume_turn``: calls that were running are recorded
 as interrupted, never run twice), and the reply goes to the outbox. The store answers the
 question by stream prefix and event type: only the turn boundaries of this agent's
-sessions are read, not the log.
+sessions are read (not decoded), not the log.
 """
 
 from __future__ import annotations
@@ -24,15 +24,19 @@ _PAGE = 1000
 
 async def unfinished_sessions(store: Any, agent: str) -> list[str]:
     """The session keys of ``agent`` whose last turn started and did not end (run it on
-    the hub, with the hub's store)."""
+    the hub, with the hub's store).
+
+    Only the rows' stream and type are needed, so the payloads are not decoded: a corrupt
+    event in one session cannot keep the agent's other sessions from resuming (that
+    session's own start reports it)."""
     prefix = f"session/{agent}/"
     open_turn: dict[str, bool] = {}
     position = 1
     while True:
-        page = await store.read_all(position, _PAGE, stream_prefix=prefix, types=_BOUNDARIES)
-        for recorded in page:
-            open_turn[recorded.stream] = recorded.type == _STARTED
-        if len(page) < _PAGE:
+        rows = await store.backend.read_all(position, _PAGE, prefix, _BOUNDARIES)
+        for row in rows:
+            open_turn[row.stream] = row.type == _STARTED
+        if len(rows) < _PAGE:
             break
-        position = page[-1].position + 1
+        position = rows[-1].position + 1
     return [stream.removeprefix(prefix) for stream, unfinished in open_turn.items() if unfinished]

@@ -27,7 +27,7 @@ from clawlog.events.domain.delegation import (
 from .._bridge import AskEnvelope
 from ..actor import DEFERRED, EventSourcedActor
 from ..agents.messages import CancelTurn, SendMessage
-from ..errors import Rejected
+from ..errors import ActorDead, Rejected
 from ..messages import Message, Piped
 from .gate_flow import GateFlow
 from .messages import (
@@ -260,6 +260,7 @@ class DelegationLink(GateFlow, EventSourcedActor[LinkState]):
             # The target stopped because the System is closing, not on its own: the
             # delegation stays running in the log and the link records it as interrupted
             # when it starts again (recording "crashed" here would race the link's own stop).
+            # A caller waiting on it hears it when the link stops (on_stop).
             return
         if not outcome.ok:
             reason = "crashed" if outcome.crashed else "target_failed"
@@ -299,6 +300,21 @@ class DelegationLink(GateFlow, EventSourcedActor[LinkState]):
         target = self.runtime.lookup(f"agent/{info.target}")
         if target is not None and target.is_alive():
             target.tell(CancelTurn(session_key=info.target_session, by=f"link:{info.source}"))
+
+    def on_stop(self) -> None:
+        """A sync caller still waiting hears now that its delegation did not finish here;
+        the log keeps it running, and the next start records it as interrupted."""
+        waiters, self._waiters = self._waiters, {}
+        for delegation_id, waiter in waiters.items():
+            if waiter is None:
+                continue
+            waiter.set_error(
+                ActorDead(
+                    f"{self.path} stopped during delegation {delegation_id}; it is recorded "
+                    "as interrupted when the link starts again"
+                )
+            )
+        super().on_stop()
 
     def _finish(self, info: DelegationInfo, event: Event) -> None:
         """Record the outcome, free the capacity and deliver it to the caller."""

@@ -282,3 +282,29 @@ async def test_a_killed_reader_resumes_from_its_saved_position_and_sees_each_mes
     finally:
         await store.close()
     assert [e.position for e in logged] == positions  # none lost
+
+
+async def test_a_reader_whose_steps_time_out_still_sees_every_message_once(
+    tmp_path: Path,
+) -> None:
+    # An application polling with wait_for(anext(outbox), short) cancels steps that may
+    # already have taken an event off the subscription on the hub: none may be skipped.
+    async with System.open(tmp_path / "app.db") as system:
+        await system.register_agent(AgentConfig(key="main"), echo("main"))
+        for n in range(60):
+            await system.send("main", "s", f"m{n}")
+        expected = [m.position async for m in system.outbox(follow=False)]
+        assert len(expected) == 60
+        seen: list[int] = []
+        timeouts = 0
+        async with system.outbox() as outbox:
+            while len(seen) < len(expected):
+                try:
+                    message = await asyncio.wait_for(anext(outbox), 0.0002 * (1 + len(seen) % 7))
+                except TimeoutError:
+                    timeouts += 1
+                    if timeouts > 100_000:
+                        raise AssertionError(f"only {seen} of {expected}") from None
+                    continue
+                seen.append(message.position)
+        assert seen == expected

@@ -171,6 +171,45 @@ async def test_a_restart_records_running_delegations_as_interrupted(tmp_path: Pa
             "failed",
             "interrupted",
         )
+        # The target's turn is not run again for nobody: it ends as interrupted too.
+        stream = f"session/worker/delegate-{info.delegation_id}"
+        async with system.store.subscribe(1, stream_prefix=stream) as events:
+            async for recorded in events:
+                if recorded.type.startswith("session.turn_") and recorded.type != (
+                    "session.turn_started"
+                ):
+                    break
+        assert recorded.type == "session.turn_failed"
+        assert recorded.event.reason == "interrupted"  # type: ignore[attr-defined]
+        requests = [
+            e for e in await system.store.read_stream(stream) if e.type == "session.model_requested"
+        ]
+        assert len(requests) == 1  # the one before the restart
+
+
+async def test_a_sync_caller_hears_at_close_that_its_delegation_did_not_finish(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    from clawlog.actors import ActorDead
+
+    system, ports, _ = await setup(tmp_path)
+    await system.link_agents("boss", "worker")
+    waiting = asyncio.ensure_future(ports.delegate(ctx(), "worker", "slow and cut short"))
+    async with system.store.subscribe(1, stream_prefix="session/worker/delegate-") as events:
+        async for recorded in events:  # the worker's model is waiting on the slow task
+            if recorded.type == "session.model_requested":
+                break
+    await system.close()
+    with pytest.raises((ActorDead, DelegationError)):
+        await asyncio.wait_for(waiting, 60)  # answered at close, not at its ask timeout
+    system, ports, worker = await setup(tmp_path)
+    async with system:
+        worker.release.set()
+        await system.link_agents("boss", "worker")
+        [finished] = await ports.list_delegations(ctx(), include_finished=True)
+        assert (finished.status, finished.reason) == ("failed", "interrupted")
 
 
 async def test_a_delegation_left_without_outcome_past_its_deadline_shows_as_overdue(
