@@ -8,9 +8,9 @@ while a command reads become a :class:`CliError` (one line on stderr, exit statu
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from clawlog.events import EventStore, EventStoreError, SqliteBackend, open_store
 
@@ -71,5 +71,17 @@ def describe(where: str, exc: BaseException) -> str:
 
 
 def _redacted(url: str) -> str:
-    """A URL without its password, fit for an error message."""
-    return re.sub(r"^(\w+://[^:/@]*):[^@/]*@", r"\1:***@", url)
+    """A URL without its passwords (in the user part or the query), fit for an error
+    message."""
+    if "://" not in url:  # a file path
+        return url
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    userinfo, at, hostport = netloc.rpartition("@")  # the last @: a password may hold one
+    if at and ":" in userinfo:
+        netloc = f"{userinfo.split(':', 1)[0]}:***@{hostport}"
+    query = "&".join(
+        f"{name}=***" if "password" in name.lower() else f"{name}={value}"
+        for name, value in parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return urlunsplit(parts._replace(netloc=netloc, query=query))

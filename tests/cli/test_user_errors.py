@@ -75,6 +75,20 @@ def test_an_unreachable_postgresql_server_without_showing_the_password() -> None
     assert "s3cret" not in done.stderr
 
 
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://127.0.0.1:{port}/x?sslmode=disable&password=s3cret",
+        "postgresql://u:p@s3cret@127.0.0.1:{port}/x",  # an unescaped @ in the password
+    ],
+    ids=["query", "at-sign"],
+)
+def test_no_password_spelling_reaches_the_error_message(url: str) -> None:
+    done = clawlog("board", "t", "--db", url.format(port=closed_port()))
+    assert_user_error(done, "cannot reach PostgreSQL")
+    assert "s3cret" not in done.stderr
+
+
 @pytest.mark.parametrize("command", [("tail",), ("board", "release")], ids=" ".join)
 def test_a_postgresql_server_that_refuses_the_login(command: tuple[str, ...]) -> None:
     with refusing_postgres() as port:
