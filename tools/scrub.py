@@ -12,15 +12,25 @@ Two rules decide the borderline shapes:
   the scheme word stays (``Bearer``, ``Basic``, ``ApiKey``, ``Digest``,
   ``AWS4-HMAC-SHA256``, any custom one) and everything after it up to the end of the
   header value is redacted: the closing quote when the value or the whole header line is
-  quoted, the end of the line otherwise. So Digest's parameters and AWS's
-  ``Credential=…, Signature=…`` go with it.
+  quoted, the next ``,``, ``}`` or ``]`` for an unquoted value of a quoted key
+  (``"authorization": null, …``), the end of the line otherwise. So Digest's parameters
+  and AWS's ``Credential=…, Signature=…`` go with it. The value may start on the next
+  line when it is quoted or indented (JSON, YAML). A credential that an earlier pattern
+  redacted only in part (an AWS key id before its V2 signature) still loses the rest;
+  only a credential that is already all ``[REDACTED]`` is left alone. A
+  ``('Authorization', '…')`` pair and a ``Cookie:``/``Set-Cookie:`` value go the same way.
 - **An env-style assignment describing a quantity is not a secret.** ``NAME=value`` with
   ``KEY``, ``SECRET``, ``TOKEN``, ``PASSWORD``… in the name is redacted, unless the name
   also has a quantity word (``COUNT``, ``LENGTH``, ``SIZE``, ``TTL``, ``TIMEOUT``,
-  ``MIN``, ``MAX``…, see ``_QUANTITY_WORDS``) *and* the value is a plain number, with an
-  optional unit of up to two letters (``32``, ``1.5``, ``3600s``, ``24h``, ``10ms``). Both
-  must hold: ``TOKEN_TTL=3600`` is kept, ``TOKEN_TTL=abc123`` and ``DB_PASSWORD=12345678``
-  (a numeric password) are redacted.
+  ``MIN``, ``MAX``…, see ``_QUANTITY_WORDS``) *and* the value is a small number (up to
+  six digits, maybe decimals) with an optional unit (``ms s m h d k kb mb gb``: ``32``,
+  ``1.5``, ``3600s``, ``24h``, ``10ms``). Both must hold: ``TOKEN_TTL=3600`` is kept;
+  ``TOKEN_TTL=abc123``, ``DB_PASSWORD=12345678`` (a numeric password),
+  ``API_KEY_MIN=12345678`` and ``SECRET_MS=12345678ab`` are redacted.
+
+Every pattern that may start inside a run of word characters is anchored at the start
+of the run (a look-behind for a word character) or takes the run possessively: scrubbing
+stays linear on long ``a-a-a-…`` or ``KEY_KEY_…`` text.
 """
 
 from __future__ import annotations
@@ -41,32 +51,48 @@ _KEY_WORDS = (
 _SECRET_ENV_WORDS = r"KEY|SECRET|CREDENTIALS?|DSN|TOKEN|PASSWORD|PASSWD"
 _QUANTITY_WORDS = (
     r"COUNT|LEN|LENGTH|SIZE|BITS|BYTES|TTL|TIMEOUT|AGE|EXPIRY|EXPIRES|LIFETIME|INTERVAL"
-    r"|MIN|MAX|LIMIT|ROUNDS|ITERATIONS|RETRIES|ATTEMPTS|VERSION|MS|SECONDS|MINUTES|HOURS|DAYS"
+    r"|MIN|MAX|LIMIT|ROUNDS|ITERATIONS|RETRIES|ATTEMPTS|VERSION|SECONDS|MINUTES|HOURS|DAYS"
 )
 
 
 def _env_name(word: str) -> str:
-    """An upper-case variable name with ``word`` as one of its ``_``-separated words."""
-    return rf"(?:[A-Z0-9]+_)*(?:{word})(?:_[A-Z0-9]+)*="
+    """An upper-case variable name with ``word`` as one of its ``_``-separated words.
+
+    The word is looked for first, then the name taken in one possessive run: no
+    backtracking over a long ``KEY_KEY_…`` run."""
+    return rf"(?=(?:[A-Z0-9]+_)*?(?:{word})[_=])[A-Z0-9_]*+="
 
 
-#: ``TOKEN_TTL=3600``: a quantity word in the name and a plain number (maybe with a unit).
-_QUANTITY_ASSIGNMENT = _env_name(_QUANTITY_WORDS) + r"[0-9]+(?:\.[0-9]+)?[A-Za-z]{0,2}(?![^\s'\"])"
+#: ``TOKEN_TTL=3600``: a quantity word in the name and a small number (up to six digits,
+#: maybe decimals), maybe with a unit: ``12345678`` is a numeric secret, not a quantity.
+_QUANTITY_ASSIGNMENT = (
+    _env_name(_QUANTITY_WORDS)
+    + r"[0-9]{1,6}(?:\.[0-9]{1,6})?(?i:ms|kb|mb|gb|s|m|h|d|k)?(?![^\s'\"])"
+)
 
 #: The header's name and separator, then the value's opening quote, if any. ``lq`` is a
 #: quote opening the whole header line (curl ``-H 'Authorization: …'``), ``kq`` one around
 #: the name alone (JSON); either may be escaped (JSON inside a JSON string).
 _AUTHORIZATION_NAME = (
-    r"(?:(?P<kq>\\?[\"'])[\w-]*?authorization(?P=kq)|(?P<lq>\\?[\"'])?\b[\w-]*?authorization)"
-    r"[ \t]*+[:=][ \t]*+(?P<vq>\\?[\"'])?+"
+    r"(?:(?P<kq>\\?[\"'])[\w-]*?authorization(?P=kq)"
+    r"|(?:(?P<lq>\\?[\"'])|(?<![\w\"'\\-]))[\w-]*?authorization)"
+    r"[ \t]*+[:=][ \t]*+(?:\r?\n[ \t]*+(?=\\?[\"'])|\r?\n[ \t]++(?=\S))?+(?P<vq>\\?[\"'])?+"
 )
 #: Possessive like the separators above: whenever there is a scheme it is taken, so a
 #: second pass cannot redact the scheme in front of the first pass's ``[REDACTED]``.
 _AUTHORIZATION_SCHEME = r"(?:[A-Za-z][\w.+/-]*[ \t]+(?=[^\s]))?+"
-#: Up to the value's closing quote, the header line's closing quote, or the end of line.
+#: Up to the value's closing quote, the header line's closing quote, the end of an
+#: unquoted value of a quoted key (``"authorization": null, …``), or the end of line.
 _AUTHORIZATION_CREDENTIALS = (
     r"(?(vq)(?:(?!(?P=vq))(?:\\.|[^\n\\]))+"
-    r"|(?(lq)(?:(?!(?P=lq))(?:\\.|[^\n\\]))+|[^\r\n]+))"
+    r"|(?(lq)(?:(?!(?P=lq))(?:\\.|[^\n\\]))+|(?(kq)[^\r\n,}\]]+|[^\r\n]+)))"
+)
+#: A second pass leaves the header alone only when its whole credential is already
+#: ``[REDACTED]``: a credential an earlier pattern redacted in part (an AWS key id before
+#: its signature, a registered value) still loses the rest.
+_ALREADY_REDACTED = (
+    r"(?!\[REDACTED\](?(vq)(?P=vq)|(?(lq)(?P=lq)"
+    r"|(?(kq)[ \t]*(?:[,}\]\r\n]|\Z)|[ \t]*(?:[\r\n]|\Z)))))"
 )
 
 
@@ -97,7 +123,10 @@ STATIC_PATTERNS: tuple[ScrubPattern, ...] = (
         "connection_string",
         r"\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?)://[^\s'\"<>`]+",
     ),
-    _p("url_credentials", r"(?P<keep>\b[a-z][a-z0-9+.-]*://)[^\s/:@'\"]+:[^\s/@'\"]+(?=@)"),
+    _p(
+        "url_credentials",
+        r"(?P<keep>(?<![\w+.-])[a-z][a-z0-9+.-]*://)[^\s/:@'\"]+:[^\s/@'\"]+(?=@)",
+    ),
     _p("slack", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
     _p("stripe", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
     _p("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),
@@ -108,8 +137,21 @@ STATIC_PATTERNS: tuple[ScrubPattern, ...] = (
         + _AUTHORIZATION_NAME
         + _AUTHORIZATION_SCHEME
         + r")"
-        + _NOT_REDACTED
+        + _ALREADY_REDACTED
         + _AUTHORIZATION_CREDENTIALS,
+        re.IGNORECASE,
+    ),
+    _p(
+        "authorization_pair",
+        r"(?P<keep>[(\[][ \t]*b?(?P<q>[\"'])[\w-]*?authorization(?P=q)[ \t]*,[ \t]*b?(?P<v>[\"'])"
+        + _AUTHORIZATION_SCHEME
+        + r")(?!\[REDACTED\](?P=v))(?:(?!(?P=v))(?:\\.|[^\n\\]))+",
+        re.IGNORECASE,
+    ),
+    _p(
+        "cookie_header",
+        r"(?P<keep>(?<![\w-])(?:set-)?cookie(?:\\?[\"'])?+[ \t]*+:[ \t]*+(?:\\?[\"'])?+)"
+        r"(?=[^\s=;'\"\\]+=)[^\r\n'\"\\]+",
         re.IGNORECASE,
     ),
     _p(
@@ -125,7 +167,7 @@ STATIC_PATTERNS: tuple[ScrubPattern, ...] = (
     _p("virtual_env_var", r"(?P<keep>\bVIRTUAL_[A-Z0-9_]*=)" + _NOT_REDACTED + r"[^\s'\"]+"),
     _p(
         "generic_key_value",
-        r"(?P<keep>\b[\w.-]*?(?:"
+        r"(?P<keep>(?<![\w.-])[\w.-]*?(?:"
         + _KEY_WORDS
         + r")[\"']?\s*[:=]\s*)"
         + _NOT_REDACTED

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -380,6 +381,25 @@ AUTHORIZATION_HEADERS: list[tuple[str, str, str, str]] = [
     ),
     ("python dict repr", "{'authorization': 'ApiKey dict-k3y'}", "ApiKey", "dict-k3y"),
     ("log key=value", "authorization='Bearer log-t0ken-1' status=401", "Bearer", "log-t0ken-1"),
+    # a credential another pattern redacted in part still loses the rest
+    (
+        "AWS Signature V2",
+        "Authorization: AWS AKIAIOSFODNN7EXAMPLE:frJIUN8DYpKDtOLCwo//yllqDzg=",
+        "AWS",
+        "frJIUN8DYpKDtOLCwo",
+    ),
+    ("after a token", "Authorization: token ghp_" + A36 + " extra-secret", "token", "extra-secret"),
+    # the value on the next line: quoted, or indented (YAML)
+    (
+        "JSON value on the next line",
+        '"Authorization":\n  "ApiKey abcdef123456"',
+        "ApiKey",
+        "abcdef",
+    ),
+    ("YAML value on the next line", "Authorization:\n  ApiKey abcdef123456", "ApiKey", "abcdef"),
+    # name/value pairs
+    ("header tuple", "[('Authorization', 'ApiKey abcdef123456')]", "ApiKey", "abcdef"),
+    ("bytes header tuple", "(b'authorization', b'ApiKey abcdef123456')", "ApiKey", "abcdef"),
 ]
 
 
@@ -407,6 +427,56 @@ def test_an_authorization_header_redacts_only_up_to_the_end_of_its_value() -> No
     assert scrubber.scrub(request) == f"Authorization: Digest {REDACTED}\r\nHost: x.io\r\n"
     payload = '{"Authorization": "Token t-1", "page": 2}'
     assert scrubber.scrub(payload) == f'{{"Authorization": "Token {REDACTED}", "page": 2}}'
+
+
+def test_an_authorization_header_loses_what_follows_a_registered_value() -> None:
+    scrubber = Scrubber(["10.1.2.3"])
+    scrubbed = scrubber.scrub("Authorization: Custom 10.1.2.3:supersecret")
+    assert scrubbed == f"Authorization: Custom {REDACTED}"
+    assert scrubber.scrub(scrubbed) == scrubbed
+
+
+def test_an_unquoted_value_of_a_quoted_key_ends_at_the_next_entry() -> None:
+    payload = '{"authorization": null, "model": "gpt-4", "text": "hello"}'
+    scrubbed = Scrubber().scrub(payload)
+    assert scrubbed == f'{{"authorization": {REDACTED}, "model": "gpt-4", "text": "hello"}}'
+    assert Scrubber().scrub(scrubbed) == scrubbed
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Cookie: session=abcdef123456; theme=dark", f"Cookie: {REDACTED}"),
+        ("Set-Cookie: sid=abcdef123456; Path=/; HttpOnly", f"Set-Cookie: {REDACTED}"),
+        ('{"Cookie": "sid=abc123", "x": 1}', f'{{"Cookie": "{REDACTED}", "x": 1}}'),
+        ("curl -H 'Cookie: sid=abc123' https://x", f"curl -H 'Cookie: {REDACTED}' https://x"),
+        ("the cookie: is set by the login page", "the cookie: is set by the login page"),
+    ],
+)
+def test_cookie_values_are_redacted(text: str, expected: str) -> None:
+    scrubber = Scrubber()
+    assert scrubber.scrub(text) == expected
+    assert scrubber.scrub(expected) == expected
+
+
+#: Long runs of word characters and separators, where a pattern that may start anywhere
+#: in the run and scan to its end takes quadratic time (``"a-" * 50000`` took minutes).
+LONG_RUNS = {
+    "a-": "a-" * 100_000,
+    "a.": "a." * 100_000,
+    "base64url": ("Zm9vYmFy-_" * 20_000),
+    "kebab-case": "some-kebab-case-word-" * 10_000,
+    "KEY_": "KEY_" * 50_000,
+}
+
+
+@pytest.mark.parametrize("text", LONG_RUNS.values(), ids=LONG_RUNS.keys())
+def test_scrubbing_a_long_run_takes_linear_time(text: str) -> None:
+    # Linear time is ~0.1 s for 200 KB here; the bound is generous for a busy machine,
+    # and only a quadratic pattern (tens of seconds and more) reaches it.
+    started = time.perf_counter()
+    Scrubber().scrub(text)
+    assert time.perf_counter() - started < 5.0
 
 
 @pytest.mark.parametrize(
@@ -460,6 +530,11 @@ def test_an_env_assignment_describing_a_quantity_is_kept(text: str) -> None:
         ("KEY_COUNT=3x4y5z", "3x4y5z"),
         ("SECRET_LENGTH=32characters", "32characters"),
         ("ACCOUNT_KEY=42", "=42"),  # ACCOUNT is not COUNT: the quantity word must be a word
+        # a quantity name, but a number too long to be a quantity, or no real unit
+        ("TOKEN_MAX=1234567890123456789012345678901234", "1234567890123456789012345678901234"),
+        ("API_KEY_MIN=12345678", "12345678"),
+        ("SECRET_MS=12345678ab", "12345678ab"),
+        ("TOKEN_TTL=3600zz", "3600zz"),
     ],
 )
 def test_an_env_assignment_holding_a_value_is_still_redacted(text: str, secret: str) -> None:

@@ -10,17 +10,23 @@ single command's view (``eval …``, not ``echo eval``). A pattern with ``also``
 command line: its two regexes may match different views (``cd /proc/$PPID && cat
 environ``).
 
-Reverse shells are refused as a class, not as the seed's two spellings: netcat running a
-program in any spelling of its option (``-e``, ``-c``, ``-lve``, ``-e/bin/sh``,
-``--exec=…``, ``--sh-exec``, ``--lua-exec`` and their abbreviations), socat's
-``EXEC:``/``SYSTEM:``/``SHELL:`` addresses, any mention of ``/dev/tcp`` or ``/dev/udp``
-(``echo /dev/tcp`` too: ``D=/dev/tcp; … >& $D/host/port`` builds the path at run time),
-a redirection to a ``/dev/…`` or ``host/port`` name built at run time, gawk's
-``/inet/tcp/`` and zsh's ``ztcp``, an interactive shell in a command line that also talks
-to the network or to a numbered descriptor, a fifo next to a network client, a network
-client piped into a shell, and an interpreter's inline code that opens a socket and
-starts a process. A port check (``nc -z host 80``), ``socat -V`` or a plain socat relay
-still run.
+Reverse shells are refused as a class, not as the seed's two spellings: netcat (as the
+command word, not ``grep -r nc``) running a program in any spelling of its option
+(``-e``, ``-c``, ``-lve``, ``-e/bin/sh``, ``--exec=…``, ``--sh-exec``, ``--lua-exec`` and
+their getopt_long prefixes) or given an argument the shell fills in (``nc $o sh h p``),
+socat's ``EXEC:``/``SYSTEM:``/``SHELL:`` addresses in the socat command, any mention of
+``/dev/tcp`` or ``/dev/udp`` (``echo /dev/tcp`` too: ``D=/dev/tcp; … >& $D/host/port``
+builds the path at run time), a redirection to a ``/dev/…`` or ``host/port`` name built
+at run time, a redirection to a parameter (``>& $D``, ``3<>$E``) in a command line with
+an interactive shell, a shell reading a moved descriptor (``bash <&3``) or a read-write
+open (``exec 3<>``), gawk's ``/inet/tcp/`` and zsh's ``ztcp``, an interactive shell in a
+command line that also talks to the network or to a numbered descriptor, a fifo next to
+a network client, a network client piped into a shell, ``script`` or awk calling
+``system`` (or fed to a shell by ``< <(nc …)``), ``telnetd -l <shell>``, and an
+interpreter's inline code that opens a socket and starts a process (after options, with
+their separate values: ``python3 -X utf8 -c``, ``perl -I /tmp -e``). A port check (``nc
+-z host 80``), ``socat -V`` or a plain socat relay still run. A network client writing
+to a file that a later shell runs (``nc h p > /tmp/c; sh /tmp/c``) is not caught.
 
 These tables are a speed bump, not a boundary. A command can always name a file in a way
 no table foresees (a relative path after ``cd /etc && head shadow``, a name an
@@ -48,6 +54,13 @@ _SH = r"(?:sudo\s+)?(?:/\S*/)?(?:ba|z|da|k|a|mk)?sh\b"
 
 # -- the reverse-shell class -------------------------------------------------------------
 _NETCAT = r"\b(?:nc|ncat|netcat|pwncat|cryptcat|sbd)\b"
+#: A netcat as the command word: at the start of a command (after a separator, a quote
+#: or ``$(``, and after wrappers that are not unwrapped), not a word such as ``grep -r nc``
+#: or a file ``in.nc``.
+_NETCAT_COMMAND = (
+    r"(?:^|[;&|(`'\"\n])\s*(?:(?:[\w.-]*/)*(?:busybox|rlwrap|nohup|exec|command|setsid|time)\s+)*"
+    r"(?:[\w.-]*/)*(?:nc|ncat|netcat|pwncat|cryptcat|sbd)(?:\.\w+)?(?![\w-])"
+)
 #: Short options of the netcats that take a value (ncat, OpenBSD and traditional nc): in
 #: a cluster such as ``-lvp4444`` the rest after one of them is that value, not options.
 _NETCAT_VALUE_OPTIONS = "dgGHiIKmMoOpPqRsTVwWxXZ"
@@ -57,7 +70,12 @@ _NETCAT_FLAGS = "".join(
 #: ``-e``/``-c`` anywhere getopt reads them as options (``-lve``, ``-e/bin/sh``,
 #: ``-cbash``); ``--exec``, ``--sh-exec``, ``--lua-exec`` and every prefix getopt_long
 #: accepts for them (``--ex``, ``--sh``, ``--lu``), with a blank or ``=``.
-_NETCAT_EXEC = rf"\s(?:-[{_NETCAT_FLAGS}]*[ec]|--(?:e|sh|lu)[\w-]*)"
+_NETCAT_EXEC = (
+    rf"\s(?:-[{_NETCAT_FLAGS}]*[ec]|--(?:e(?:x(?:ec?)?)?|sh(?:-(?:e(?:x(?:ec?)?)?)?)?"
+    r"|lu(?:a(?:-(?:e(?:x(?:ec?)?)?)?)?)?)(?=[=\s]|$))"
+)
+#: A netcat argument the shell fills in (``nc $o /bin/sh h p`` with ``o=-e``): any option.
+_NETCAT_EXPANSION = r"\s[\"']?\$(?:\{|\(|[\w@*#?!-])|\s[\"']?`"
 #: What talks to the network in a command line: a netcat, socat, telnet, openssl's TLS
 #: client, or bash's socket paths.
 _NETWORK = _NETCAT + r"|\b(?:socat|telnet|s_client)\b|/dev/(?:tcp|udp)\b|/inet[46]?/(?:tcp|udp)/"
@@ -73,7 +91,8 @@ _INTERPRETER = (
     r"|lua(?:jit|[0-9.]*)|tclsh|Rscript|pwsh|powershell|jrunscript)\b"
 )
 _INLINE_CODE = (
-    r"(?:[ \t]+-[^\s-]\S*|[ \t]+--[\w-]+)*?[ \t]*"
+    r"(?:[ \t]+-[^\s-]\S*|[ \t]+--[\w-]+|[ \t]+-[XWICEMrd][ \t]+[^\s-]\S*"
+    r"|[ \t]+--(?:require|import|loader|conditions)[ \t]+[^\s-]\S*){0,16}?[ \t]*"
     r"(?:[ \t]-[a-zA-Z]*[cerEp]\b|[ \t]--(?:eval|print)\b|[ \t]-Command\b|[ \t]-(?=\s)|<<)"
 )
 _SOCKET = (
@@ -87,12 +106,34 @@ _PROCESS = (
 #: A redirection whose target is built at run time (``${…}``, ``$(…)``, backquotes in the
 #: normalized view) under /dev/, or ending in ``/host/port`` (``>& $D/10.0.0.1/4444`` with
 #: ``D=/dev/tcp`` or ``D=/dev/tc`` … ``${D}p`` set elsewhere).
-_RUN_TIME = r"(?:\$\{|\$\(|`)"
+_RUN_TIME = r"(?:\$[{(0-9@*#?!$-]|`)"
 _RUN_TIME_SOCKET_PATH = (
     r"(?:^|\s)(?:<>|[<>]&|&>>?|>>?|>\||<)\s+"
     rf"(?:/dev/\S*{_RUN_TIME}|(?=\S*{_RUN_TIME})\S*/"
     r"(?:[\w-]+(?:\.[\w-]+)+|localhost|\[?[0-9a-fA-F:]+\]?)/\d{1,5}(?![\w/.]))"
 )
+#: A shell reading or writing a descriptor the command line opened, or a read-write open
+#: (``bash <&3``, ``exec 3<>…``), next to a redirection whose target is a parameter or a
+#: substitution (``>& $D``, ``3<>$E``, ``/dev/$1/…``): the socket path built at run time.
+_SHELL_WORD = r"(?<![\w./-])(?:[\w.-]*/)*(?:ba|z|da|k|a|mk|c|tc|fi)?sh\b"
+_DESCRIPTOR_SHELL = (
+    rf"{_INTERACTIVE_SHELL}|{_SHELL_WORD}(?:\s+\d*[<>]&\s*\d+)*\s+\d*<&\s*(?:[3-9]|\d{{2,}})\b"
+    r"|\bexec\s+\d*<>|(?:^|\s)<>\s"
+)
+_EXPANDED_TARGET = (
+    r"(?:^|[\s;&|(])\d*(?:<>|[<>]&|&>>?|>>?|>\||<)\s*[\"']?[^\s$`;&|]*(?:\$[{(\w@*#?!-]|`)"
+)
+#: What reads its input as commands after a network client's pipe: a shell, ``script``
+#: (it runs a shell on its input), awk calling ``system`` or piping to a shell.
+_SHELL_SINK = (
+    rf"{_SH}|(?:[\w.-]*/)*script\b|(?:[\w.-]*/)*[gmn]?awk\b[^|;&\n]*?(?:\bsystem\b|\|\s*\\?[\"'])"
+)
+#: A network client's output fed to a shell's input by process substitution: ``bash <
+#: <(nc h p)`` is ``nc h p | bash``.
+_NETWORK_CLIENT = (
+    r"(?:[\w.-]*/)*(?:nc|ncat|netcat|pwncat|cryptcat|socat|telnet|openssl|curl|wget)\b"
+)
+_SUBSTITUTED_INTO_SHELL = rf"{_SHELL_WORD}(?:\s+-\S+)*\s*\d*<\s*<\(\s*{_NETWORK_CLIENT}"
 
 
 class CommandPattern(NamedTuple):
@@ -163,13 +204,19 @@ DENY: tuple[CommandPattern, ...] = (
     _deny(_REMOTE, "wget -O - | sh", rf"\bwget\b[^|]*\|\s*{_SH}"),
     _deny(_REVERSE, "/dev/tcp/", r"/dev/(?:tcp|udp)(?![\w.-])"),
     _deny(_REVERSE, "/dev/tcp/", _RUN_TIME_SOCKET_PATH),
-    _deny(_REVERSE, "nc -e", rf"{_NETCAT}{_SEG}{_NETCAT_EXEC}"),
-    _deny(_REVERSE, "socat exec", r"\bsocat\b.*\b(?:exec|system|shell):", re.IGNORECASE),
+    _deny(_REVERSE, "/dev/tcp/", _both(_DESCRIPTOR_SHELL, _EXPANDED_TARGET)),
+    _deny(_REVERSE, "nc -e", rf"{_NETCAT_COMMAND}{_SEG}(?:{_NETCAT_EXEC}|{_NETCAT_EXPANSION})"),
+    _deny(_REVERSE, "socat exec", rf"\bsocat\b{_SEG}\b(?:exec|system|shell):", re.IGNORECASE),
+    _deny(_REVERSE, "telnetd -l sh", rf"\btelnetd\b{_SEG}\s-l\s*(?!(?:\S*/)?login\b)[^\s;&|]"),
     _deny(_REVERSE, "/inet/tcp/", r"/inet[46]?/(?:tcp|udp)/"),
     _deny(_REVERSE, "ztcp", r"\bztcp\b|\bzsh/net/(?:tcp|socket)\b"),
-    _deny(_REVERSE, "nc | sh", rf"{_NETCAT}[^|]*\|\s*{_SH}|\bsocat\b[^|]*\|\s*{_SH}"),
-    _deny(_REVERSE, "telnet | sh", rf"\btelnet\b[^|]*\|\s*{_SH}"),
-    _deny(_REVERSE, "openssl s_client | sh", rf"\bopenssl\s+s_client\b[^|]*\|\s*{_SH}"),
+    _deny(
+        _REVERSE,
+        "nc | sh",
+        rf"(?:{_NETCAT_COMMAND}|\bsocat\b)[^|]*\|\s*(?:{_SHELL_SINK})|{_SUBSTITUTED_INTO_SHELL}",
+    ),
+    _deny(_REVERSE, "telnet | sh", rf"\btelnet\b[^|]*\|\s*(?:{_SHELL_SINK})"),
+    _deny(_REVERSE, "openssl s_client | sh", rf"\bopenssl\s+s_client\b[^|]*\|\s*(?:{_SHELL_SINK})"),
     _deny(_REVERSE, "mkfifo | nc", _both(r"\bmk(?:fifo|nod)\b", _NETWORK)),
     _deny(
         _REVERSE, "sh -i + socket", _both(_INTERACTIVE_SHELL, f"{_NETWORK}|{_SOCKET_DESCRIPTOR}")
