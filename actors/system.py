@@ -98,7 +98,8 @@ class System(AgentApi, TeamApi, DelegationApi):
             StoreLocked: another process holds the write lock of this SQLite file.
             StoreUnavailable: the PostgreSQL server cannot be reached.
             EventStoreError: the store cannot be opened otherwise (a folder, no permission).
-            ModuleNotFoundError: a ``postgresql://`` URL without the ``postgres`` extra.
+            MissingDependency: a ``postgresql://`` URL without the ``postgres`` extra (an
+                ``ImportError`` too; the message says what to install).
         """
         if limits is not None and not isinstance(limits, Limits):
             raise ArgumentTypeError(

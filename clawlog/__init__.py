@@ -82,6 +82,7 @@ _EXPORTS: dict[str, str] = {
     "EventStore": "clawlog.events",
     "EventStoreError": "clawlog.events",
     "InvalidEvent": "clawlog.events",
+    "MissingDependency": "clawlog.events",
     "open_store": "clawlog.events",
 }
 
@@ -105,6 +106,7 @@ __all__ = [
     "InvalidEvent",
     "Limits",
     "MessageTooLarge",
+    "MissingDependency",
     "Model",
     "ModelError",
     "OpenAIChatModel",
@@ -163,7 +165,13 @@ if TYPE_CHECKING:
         reply,
     )
     from clawlog.actors.workspace import AgentWorkspaces
-    from clawlog.events import EventStore, EventStoreError, InvalidEvent, open_store
+    from clawlog.events import (
+        EventStore,
+        EventStoreError,
+        InvalidEvent,
+        MissingDependency,
+        open_store,
+    )
     from clawlog.tools import (
         ApprovalConfig,
         FunctionTool,

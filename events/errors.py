@@ -5,6 +5,7 @@ EventStoreError
  ├── StoreUnavailable       the backend cannot be reached (connection lost, disk gone)
  ├── StoreLocked            another process holds the write lock of this SQLite file
  ├── NotAClawlogDatabase    the file or database is something else
+ ├── MissingDependency      a backend's optional package is not installed (also an ImportError)
  ├── InvalidAppend          bad input to append(); nothing was written
  │    ├── InvalidEvent       a field's value does not match its type (names event type and field)
  │    ├── PayloadTooLarge    one encoded event is over the size limit (1 MiB by default)
@@ -22,6 +23,7 @@ __all__ = [
     "IdempotencyKeyReused",
     "InvalidAppend",
     "InvalidEvent",
+    "MissingDependency",
     "NotAClawlogDatabase",
     "PayloadTooLarge",
     "StoreClosed",
@@ -38,6 +40,11 @@ class EventStoreError(Exception):
 
 class StoreClosed(EventStoreError):
     """The store was closed; open a new one."""
+
+
+class MissingDependency(EventStoreError, ImportError):
+    """A backend needs an optional package that is not installed; the message says which
+    extra to install (``pip install 'clawlog[postgres]'``)."""
 
 
 class StoreUnavailable(EventStoreError):

@@ -9,6 +9,7 @@ from .backends.base import StorageBackend
 from .backends.memory import MemoryBackend
 from .backends.sqlite import SqliteBackend
 from .domain import default_registry
+from .errors import MissingDependency
 from .registry import EventRegistry
 from .store import DEFAULT_MAX_PAYLOAD_BYTES, EventStore
 
@@ -21,8 +22,12 @@ def backend_for(location: str | Path, **options: Any) -> StorageBackend:
     if text == "memory:":
         return MemoryBackend()
     if text.startswith(("postgresql://", "postgres://")):
-        from .backends.postgres import PostgresBackend  # asyncpg is an optional dependency
-
+        try:
+            from .backends.postgres import PostgresBackend  # asyncpg is optional
+        except ImportError as exc:
+            raise MissingDependency(
+                "PostgreSQL logs need asyncpg: pip install 'clawlog[postgres]'"
+            ) from exc
         return PostgresBackend(text, **options)
     if not text or text.startswith(("http://", "https://")):
         raise ValueError(
