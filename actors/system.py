@@ -29,6 +29,7 @@ from ._bridge import Hub, run_in_thread
 from .actor import EventSourcedActor
 from .agents.api import AgentApi
 from .agents.ports import AgentPorts
+from .agents.supervisor import agent_stream
 from .boundary import Limits
 from .delegation.api import DelegationApi
 from .delegation.ports import DelegationPorts
@@ -194,6 +195,12 @@ class System(AgentApi, TeamApi, DelegationApi):
         self.guardian.tell(Adopt(handle=handle))
         await handle.ask(Ready())
         return handle
+
+    def registered_agents(self) -> list[str]:
+        """The keys of the agents registered and running, sorted. Never raises."""
+        configs: dict[str, Any] = self.runtime.services.get("agent_configs", {})
+        handles = {key: self.actor(agent_stream(key)) for key in configs}
+        return sorted(key for key, h in handles.items() if h is not None and h.is_alive())
 
     def actor(self, path: str) -> ActorHandle[Any] | None:
         """The running actor for ``path``, if any (never raises)."""

@@ -272,12 +272,6 @@ class AgentApi:
             raise UnknownAgent(agent, self.registered_agents())
         return handle
 
-    def registered_agents(self: System) -> list[str]:
-        """The keys of the agents registered and running, sorted. Never raises."""
-        configs: dict[str, AgentConfig] = self.runtime.services.get("agent_configs", {})
-        handles = {key: self.actor(agent_stream(key)) for key in configs}
-        return sorted(key for key, h in handles.items() if h is not None and h.is_alive())
-
 
 def _check_session_key(session_key: object) -> None:
     if not isinstance(session_key, str):

@@ -17,7 +17,14 @@ from typing import Any
 
 import msgspec
 
-from clawlog.events import Event, StoreUnavailable, VersionConflict
+from clawlog.events import (
+    CorruptEvent,
+    Event,
+    EventStoreError,
+    InvalidAppend,
+    StoreUnavailable,
+    VersionConflict,
+)
 from clawlog.events.domain.session import (
     ModelFailed,
     ModelReplied,
@@ -30,7 +37,7 @@ from clawlog.events.domain.session import (
 )
 
 from ..actor import DEFERRED, EventSourcedActor
-from ..errors import Rejected, TurnFailedError
+from ..errors import ActorUnavailable, Rejected, TurnFailedError
 from ..messages import Message, Piped
 from ..models.base import Model, ModelReply, ModelRequest
 from .config import AgentConfig
@@ -70,6 +77,13 @@ class _Active:
 
 
 class Session(TurnLifecycle, EventSourcedActor[SessionState]):
+    #: Why the end of a failed turn is not recorded yet (the store is unreachable).
+    _settle_error: StoreUnavailable | None
+    #: The turn id of a told message put back at the head of the queue: the store could
+    #: not take its start (which may still have been written: the stream is read again).
+    _unstarted: str | None
+    #: A SettleTurn is scheduled (its backoff timer is running).
+    _settle_due: bool
     kind = "session"
     snapshot_every = 200
 
@@ -384,6 +398,114 @@ class Session(TurnLifecycle, EventSourcedActor[SessionState]):
     def _posted(self, text: str, kind: str, **where: Any) -> Event:
         return message_posted(self.config.key, self.session_key, self.state, text, kind, **where)
 
+    # -- failures inside a turn ---------------------------------------------------------
+    def _abort_turn(self, exc: Exception) -> TurnFailedError:
+        """A step of the turn raised. Its caller hears it now (and gets the error back).
+
+        A store error (an append refused or lost, the store unreachable) ends the turn in
+        the log, now or once the store answers again, and the session serves its next
+        message. Anything else is a defect: it is raised again, so supervision records it
+        and restarts the session from its stream (which ends the turn as ``crashed``)."""
+        active, turn = self._active, self.state.turn
+        if (active is None and turn is None) or self._unsettled is not None:
+            raise exc  # nothing in flight, or recording a failed turn's end failed otherwise
+        turn_id = active.turn_id if active is not None else turn.turn_id  # type: ignore[union-attr]
+        reason = _failure_reason(exc)
+        text = self._gateway.scrub(f"{type(exc).__name__}: {exc}")[:2000]
+        error = TurnFailedError(reason, text)
+        error.__cause__ = exc
+        self._active = None
+        if active is not None:
+            for future in active.futures.values():
+                future.cancel()
+            if active.reply is not None:
+                active.reply.set_error(error)
+        self.log.error("turn failed", turn_id=turn_id, reason=reason, error=text)
+        if not isinstance(exc, EventStoreError) or isinstance(exc, CorruptEvent):
+            raise exc  # a corrupt stream escalates at once: a restart reads it again
+        self._unsettled = (turn_id, reason, text)
+        if turn_id != self._unstarted or not isinstance(exc, StoreUnavailable):
+            self._tell_self(SettleTurn())
+            return error
+        # A told message went back to the queue: retry it with backoff (not at once: the
+        # store may still read but not write), and the asks behind it hear why now.
+        self._settle_error = exc
+        self._refuse_queued()
+        self._settle_later()
+        return error
+
+    def _settle(self) -> bool:
+        """End in the log the turn a store failure ended here; False while the store is
+        unreachable (tried again with backoff, and at each new message)."""
+        if self._unsettled is None:
+            return True
+        turn_id, reason, text = self._unsettled
+        try:
+            if reason != "append_refused":  # the failed append may have been written
+                self._recover()
+            turn = self.state.turn
+            if turn_id == self._unstarted:
+                self._settle_told(turn_id)  # its backoff goes on until it starts
+            elif turn is None and self.state.last_ended_turn == turn_id:
+                # Its end was written before the failure (e.g. an acknowledgement lost).
+                self._settle_tries = 0
+            else:
+                if turn is not None:
+                    self._close_open_calls(f"the turn failed: {text}")
+                    turn_id = turn.turn_id
+                # With no turn open, its start was not recorded: its end still is.
+                self.emit(
+                    [TurnFailed(turn_id=turn_id, reason=reason, message=text)],
+                    correlation_id=turn_id,
+                )
+                self._settle_tries = 0
+        except StoreUnavailable as exc:
+            self._settle_error = exc
+            self.log.warning("turn end not recorded yet", turn_id=turn_id, error=str(exc))
+            return False
+        self._unsettled, self._settle_error = None, None
+        return True
+
+    def _settle_told(self, turn_id: str) -> None:
+        """The told message of ``turn_id`` is back at the head of the queue. If its start
+        was written after all, the turn is open in the log: it resumes instead of starting
+        twice. Otherwise nothing ended, and it starts again from the queue."""
+        self._unstarted = None
+        turn = self.state.turn
+        if turn is not None and turn.turn_id == turn_id:
+            if self._queue and self._queue[0][0].turn_id == turn_id:
+                self._queue.popleft()
+            self._tell_self(ResumeTurn())
+
+    def _on_settle(self) -> None:
+        """One try to settle (its only retry chain: backoff until the store answers)."""
+        self._settle_due = False
+        if self._settle():
+            self._next_turn()
+            return
+        self._refuse_queued()
+        self._settle_later()
+
+    def _settle_later(self) -> None:
+        if self._settle_due:  # one retry chain, however many messages fail meanwhile
+            return
+        self._settle_due = True
+        self._settle_tries += 1
+        loop = self.runtime.hub.loop
+        delay = self.policy.backoff(self._settle_tries)
+        loop.call_soon_threadsafe(loop.call_later, delay, self._tell_self, SettleTurn())
+
+    def _refuse_queued(self) -> None:
+        """The store is unreachable: the queued asks cannot start a turn; say so now. Told
+        messages stay queued (nobody could be told): they run when the store is back."""
+        assert self._settle_error is not None
+        told = [(message, reply) for message, reply in self._queue if reply is None]
+        for _, reply in self._queue:
+            if reply is not None:
+                reply.set_error(ActorUnavailable(self.path, self._settle_error))
+        self._queue.clear()
+        self._queue.extend(told)
+
     def caller(self) -> CallerContext:
         turn = self.state.turn
         return CallerContext(
@@ -432,3 +554,14 @@ async def _timed(coro: Any) -> tuple[Any, float]:
     started = time.perf_counter()
     value = await coro
     return value, (time.perf_counter() - started) * 1000
+
+
+def _failure_reason(exc: Exception) -> str:
+    """``TurnFailed.reason`` for an error raised by a step of the turn."""
+    if isinstance(exc, InvalidAppend):
+        return "append_refused"  # nothing was written (too large, not encodable)
+    if isinstance(exc, StoreUnavailable):
+        return "store_unavailable"
+    if isinstance(exc, EventStoreError):
+        return "store_error"
+    return "crashed"
