@@ -25,7 +25,7 @@ __all__ = [
     "check_timeout",
 ]
 
-#: What a model must have to serve turns (the :class:`actors.models.Model` protocol).
+#: What a model must have to serve turns (the :class:`actors.providers.Model` protocol).
 _MODEL_ATTRIBUTES = ("name", "provider")
 _MODEL_METHODS = ("complete",)
 #: Room an event needs beside a message's text and its names (ids, field names).
@@ -142,7 +142,7 @@ def check_timeout(timeout: object, parameter: str = "timeout") -> float | None:
 
 
 def check_model(model: Any) -> None:
-    """Refuse what does not implement the :class:`actors.models.Model` protocol, e.g. a
+    """Refuse what does not implement the :class:`actors.providers.Model` protocol, e.g. a
     model name passed where a model object belongs."""
     if isinstance(model, str):
         raise ArgumentTypeError(
@@ -155,7 +155,7 @@ def check_model(model: Any) -> None:
     if missing:
         raise ArgumentTypeError(
             "model",
-            f"{type(model).__name__} does not implement clawlog.actors.models.Model "
+            f"{type(model).__name__} does not implement clawlog.actors.providers.Model "
             f"(missing or wrong: {', '.join(missing)}): it needs async complete(request), "
             "and str name and provider",
         )

@@ -1,4 +1,4 @@
-"""Errors of the actor runtime.
+"""Errors of the actors package: the runtime, agents, model providers, re-runs and MCP.
 
 ActorError
  ├── AskTimeout        an ask got no reply within its timeout
@@ -13,8 +13,39 @@ ActorError
  ├── InvalidArgument   a public call's argument is wrong (also a ValueError); names it
  │    ├── ArgumentTypeError  of the wrong type (also a TypeError): a model that is no Model
  │    └── MessageTooLarge    a message's text is over Limits.max_message_bytes
+ ├── SubagentLimitError  spawning a subagent would pass a depth or concurrency limit
  ├── TurnCancelledError  an agent's turn was cancelled before it replied
- └── TurnFailedError   an agent's turn ended without a reply (limit, model error, crash)
+ ├── TurnFailedError   an agent's turn ended without a reply (limit, model error, crash)
+ ├── ModelError        a model provider's call failed; ``kind`` is recorded in
+ │    │                session.model_failed, ``retryable`` ones are retried with backoff
+ │    ├── ModelRateLimited     429 (carries retry_after)         kind "rate_limited"
+ │    ├── ModelServerError     5xx                               kind "server_error"
+ │    ├── ModelTimeout         no answer in time                 kind "timeout"
+ │    ├── ModelUnavailable     connection refused / reset        kind "unavailable"
+ │    ├── ModelAuthError       401 / 403                         kind "auth"
+ │    ├── ModelBadRequest      other 4xx (the request is wrong)  kind "bad_request"
+ │    ├── MalformedReply       the reply is not what the wire format promises
+ │    │                                                          kind "malformed_reply"
+ │    ├── ScriptExhausted      the scripted model has no more replies
+ │    └── ReplyNotRecorded     (also a ReplayError) a re-run asked for a reply never recorded
+ ├── ReplayError       a re-run of a recorded session cannot be done
+ │    ├── NothingRecorded      the log holds no turn (or no config) to re-run for that session
+ │    └── ReplyNotRecorded     (also a ModelError, so the Session records a model failure)
+ └── McpError          an MCP server's configuration, connection or call failed; ``kind``
+      │                names it in events and health rows
+      ├── McpConfigError       a server configuration or mcp-servers.json that cannot be used
+      ├── McpConnectError      the server could not be reached or started (nothing listening,
+      │                        missing command, failed handshake)
+      ├── McpUnavailable       the server is down, reconnecting, failed or disabled: the call
+      │                        was not sent
+      ├── McpConnectionLost    the connection broke while the call was in flight
+      ├── McpCallTimeout       the call ran into its deadline (a hung or stopped server)
+      ├── McpProtocolError     the server answered with a JSON-RPC error
+      └── McpAccessError       a grant or access request that cannot be applied
+
+The MCP SDK's errors are translated at the boundary by
+:func:`clawlog.actors.mcp.sdk_errors.translate`; HTTP errors of the providers by
+:mod:`clawlog.actors.providers.http`.
 """
 
 from __future__ import annotations
@@ -29,8 +60,29 @@ __all__ = [
     "Escalated",
     "HubError",
     "InvalidArgument",
+    "MalformedReply",
+    "McpAccessError",
+    "McpCallTimeout",
+    "McpConfigError",
+    "McpConnectError",
+    "McpConnectionLost",
+    "McpError",
+    "McpProtocolError",
+    "McpUnavailable",
     "MessageTooLarge",
+    "ModelAuthError",
+    "ModelBadRequest",
+    "ModelError",
+    "ModelRateLimited",
+    "ModelServerError",
+    "ModelTimeout",
+    "ModelUnavailable",
+    "NothingRecorded",
     "Rejected",
+    "ReplayError",
+    "ReplyNotRecorded",
+    "ScriptExhausted",
+    "SubagentLimitError",
     "SystemClosed",
     "TurnCancelledError",
     "TurnFailedError",
@@ -139,6 +191,11 @@ class MessageTooLarge(InvalidArgument):
         self.limit = limit
 
 
+class SubagentLimitError(ActorError):
+    """A subagent spawn refused by a limit (depth, children, concurrency); the message is
+    what the model reads."""
+
+
 class TurnFailedError(ActorError):
     """A turn ended without a reply (iteration limit, model error, interruption)."""
 
@@ -150,3 +207,114 @@ class TurnFailedError(ActorError):
 
 class TurnCancelledError(ActorError):
     """The turn was cancelled before it produced a reply."""
+
+
+# --- model providers (actors.providers) ---
+
+
+class ModelError(ActorError):
+    """Root of model providers' errors (:mod:`clawlog.actors.providers`); ``retryable``
+    ones are retried with backoff."""
+
+    kind = "error"
+    retryable = False
+
+
+class ModelRateLimited(ModelError):
+    kind = "rate_limited"
+    retryable = True
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ModelServerError(ModelError):
+    kind = "server_error"
+    retryable = True
+
+
+class ModelTimeout(ModelError):
+    kind = "timeout"
+    retryable = True
+
+
+class ModelUnavailable(ModelError):
+    kind = "unavailable"
+    retryable = True
+
+
+class ModelAuthError(ModelError):
+    kind = "auth"
+
+
+class ModelBadRequest(ModelError):
+    kind = "bad_request"
+
+
+class MalformedReply(ModelError):
+    kind = "malformed_reply"
+
+
+class ScriptExhausted(ModelError):
+    kind = "script_exhausted"
+
+
+# --- the re-run engine (actors.replay) ---
+
+
+class ReplayError(ActorError):
+    """Root of every error raised by :mod:`clawlog.actors.replay`."""
+
+
+class NothingRecorded(ReplayError):
+    """The session, the turn range or the agent's config is not in the log."""
+
+
+class ReplyNotRecorded(ReplayError, ModelError):
+    """The re-run asked the model for a reply the recording does not have (recorded as
+    ``session.model_failed`` with kind ``not_recorded``)."""
+
+    kind = "not_recorded"
+
+
+# --- MCP connections (actors.mcp) ---
+
+
+class McpError(ActorError):
+    """Root of every error raised by :mod:`clawlog.actors.mcp`."""
+
+    #: A short, stable name for events and health rows.
+    kind = "mcp_error"
+
+
+class McpConfigError(McpError):
+    kind = "config_error"
+
+
+class McpConnectError(McpError):
+    kind = "connect_error"
+
+
+class McpUnavailable(McpError):
+    kind = "unavailable"
+
+
+class McpConnectionLost(McpError):
+    kind = "connection_lost"
+
+
+class McpCallTimeout(McpError):
+    kind = "timeout"
+
+
+class McpProtocolError(McpError):
+    kind = "protocol_error"
+
+    def __init__(self, message: str, code: int = 0) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class McpAccessError(McpError):
+    kind = "access_error"

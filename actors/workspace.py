@@ -50,7 +50,7 @@ from .agents.config import AgentConfig, validate_agent_key
 from .agents.prompt import PromptBuilder
 from .agents.session_lifecycle import SESSION_END_HOOKS
 from .errors import ArgumentTypeError, SystemClosed, UnknownAgent
-from .models.base import Model
+from .providers.base import Model
 from .runtime import ActorHandle
 
 if TYPE_CHECKING:

@@ -56,14 +56,14 @@ _EXPORTS: dict[str, str] = {
     "AgentConfig": "clawlog.actors.agents",
     "SessionStatus": "clawlog.actors.agents",
     "SubagentLimits": "clawlog.actors.agents",
-    "Model": "clawlog.actors.models",
-    "ModelError": "clawlog.actors.models",
-    "ScriptedModel": "clawlog.actors.models",
-    "OpenAIChatModel": "clawlog.actors.models",
-    "AnthropicModel": "clawlog.actors.models",
-    "call": "clawlog.actors.models",
-    "calls": "clawlog.actors.models",
-    "reply": "clawlog.actors.models",
+    "Model": "clawlog.actors.providers",
+    "ModelError": "clawlog.actors.providers",
+    "ScriptedModel": "clawlog.actors.providers",
+    "OpenAIChatModel": "clawlog.actors.providers",
+    "AnthropicModel": "clawlog.actors.providers",
+    "call": "clawlog.actors.providers",
+    "calls": "clawlog.actors.providers",
+    "reply": "clawlog.actors.providers",
     # tools
     "ApprovalConfig": "clawlog.tools",
     "FunctionTool": "clawlog.tools",
@@ -154,7 +154,7 @@ if TYPE_CHECKING:
         UnknownAgent,
     )
     from clawlog.actors.agents import AgentConfig, SessionStatus, SubagentLimits
-    from clawlog.actors.models import (
+    from clawlog.actors.providers import (
         AnthropicModel,
         Model,
         ModelError,

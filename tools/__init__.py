@@ -30,7 +30,7 @@ from .decisions import (
     Refused,
     ToolPlan,
 )
-from .deny import DENY_PATTERNS, DenyPattern, match_deny_pattern
+from .deny import match_deny_pattern
 from .driver import (
     Approver,
     EventSink,
@@ -41,6 +41,7 @@ from .driver import (
 )
 from .errors import (
     ApprovalError,
+    ArgumentError,
     DuplicateTool,
     ExecutionFailed,
     ExternalServiceError,
@@ -72,13 +73,12 @@ from .ratelimit import (
 )
 from .registry import PROTECTED_NAMES, ToolDefinition, ToolRegistry
 from .result import ErrorKind, ToolResult
-from .schemas import ArgumentError, compile_validator, normalize_schema
+from .schemas import compile_validator, normalize_schema
 from .scrub import REDACTED, STATIC_PATTERNS, Scrubber, ScrubPattern
 
 __all__ = [
     "DECISIONS",
     "DEFAULT_USER_TOOL_WINDOWS",
-    "DENY_PATTERNS",
     "LEAF_DENY",
     "OWNER_ONLY_TOOLS",
     "POLICY_STEPS",
@@ -98,7 +98,6 @@ __all__ = [
     "ArgumentError",
     "BaseTool",
     "Decision",
-    "DenyPattern",
     "DuplicateTool",
     "EchoTool",
     "ErrorKind",

@@ -169,7 +169,7 @@ def evaluate_approval(
                 pattern=pattern,
                 rule=f"deny pattern {denied.label!r}",
                 reason=f"the command matches the deny pattern {denied.label!r} "
-                f"({denied.category}) and is never run. Use a safer command.",
+                f"({denied.group}) and is never run. Use a safer command.",
             )
         # exec's dangerous, injection and structure checks (the deny table was matched
         # above, on the same unwrapped views): refused here, before any approval, so the

@@ -2,38 +2,23 @@
 
 Checked on the command of every command tool (``exec``, ``shell``…) before approval, and
 on quality-gate commands: a match refuses the call outright, whatever the security mode
-or allowlist says. The table is :data:`tools.exec.patterns.DENY` seen by its seed groups
-(``destructive file ops``, ``reverse shell``…), and a command is matched as the exec tool
-matches it: after quotes, escapes, wrappers and nested shells are removed
-(``sh -c 'rm -rf /'`` is ``rm -rf``).
+or allowlist says. The table is :data:`clawlog.tools.exec.patterns.DENY`, one
+``CommandPattern`` per row with its seed group (``destructive file ops``, ``reverse
+shell``…), and a command is matched as the exec tool matches it: after quotes, escapes,
+wrappers and nested shells are removed (``sh -c 'rm -rf /'`` is ``rm -rf``).
 """
 
 from __future__ import annotations
 
-import re
-from typing import NamedTuple
-
 from .exec.analysis import match_deny
-from .exec.patterns import DENY
+from .exec.patterns import CommandPattern
 
-__all__ = ["DENY_PATTERNS", "DenyPattern", "match_deny_pattern"]
-
-
-class DenyPattern(NamedTuple):
-    #: The seed's group (``destructive file ops``…).
-    category: str
-    #: The seed's spelling of the pattern, for messages.
-    label: str
-    regex: re.Pattern[str]
+__all__ = ["match_deny_pattern"]
 
 
-DENY_PATTERNS: tuple[DenyPattern, ...] = tuple(
-    DenyPattern(pattern.group, pattern.label, pattern.regex) for pattern in DENY
-)
-_SEEN_AS = dict(zip(DENY, DENY_PATTERNS, strict=True))
-
-
-def match_deny_pattern(command: str) -> DenyPattern | None:
-    """The first deny pattern ``command`` matches in any of its views, or None."""
+def match_deny_pattern(command: str) -> CommandPattern | None:
+    """The first deny pattern of :data:`~clawlog.tools.exec.patterns.DENY` that ``command``
+    matches in any of its views, or None. Its ``group`` is the seed's category
+    (``destructive file ops``…), its ``label`` the seed's spelling of the pattern."""
     found = match_deny(command)
-    return _SEEN_AS[found[0]] if found is not None else None
+    return found[0] if found is not None else None

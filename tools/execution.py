@@ -13,19 +13,17 @@ from clawlog.events import Event
 from clawlog.events.domain.tool import (
     ToolCallCompleted,
     ToolCallFailed,
-    ToolCallRefused,
     ToolCallStarted,
 )
 from clawlog.events.logging import get_logger
 
 from .context import ToolContext
-from .decisions import Outcome, Refused, ToolPlan
+from .decisions import Outcome, ToolPlan
 from .errors import ToolCallError
 from .finish import ResultFinisher
 from .result import ErrorKind, ToolResult
 
 __all__ = [
-    "Refuser",
     "interrupted_event",
     "outcome_event",
     "parse_arguments",
@@ -122,50 +120,6 @@ def interrupted_event(ctx: ToolContext, call_id: str, name: str, reason: str) ->
         agent=ctx.agent,
         session_key=ctx.session_key,
     )
-
-
-class Refuser:
-    """Builds the Refused decision of one call: the events so far plus the refusal."""
-
-    __slots__ = ("call_id", "ctx", "first", "name")
-
-    def __init__(self, ctx: ToolContext, call_id: str, name: str, first: Event) -> None:
-        self.ctx, self.call_id, self.name, self.first = ctx, call_id, name, first
-
-    def __call__(
-        self,
-        step: str,
-        kind: ErrorKind,
-        reason: str,
-        for_llm: str,
-        *,
-        rule: str = "",
-        retry_after: float | None = None,
-    ) -> Refused:
-        _log.info(
-            "tool call refused",
-            tool=self.name,
-            call_id=self.call_id,
-            step=step,
-            agent=self.ctx.agent,
-            session_key=self.ctx.session_key,
-            rule=rule,
-            reason=reason,
-        )
-        refused = ToolCallRefused(
-            call_id=self.call_id,
-            tool=self.name,
-            step=step,
-            reason=reason,
-            for_llm=for_llm,
-            error_kind=kind,
-            agent=self.ctx.agent,
-            session_key=self.ctx.session_key,
-            retry_after=retry_after,
-            rule=rule,
-        )
-        result = ToolResult.error(kind, for_llm, step=step)
-        return Refused(events=[self.first, refused], result=result, step=step)
 
 
 def plain(args: Mapping[str, Any]) -> dict[str, Any]:

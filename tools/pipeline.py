@@ -37,9 +37,8 @@ from .approvals import (
 from .base import Tool
 from .context import ToolContext
 from .decisions import ApprovalRequest, Decision, NeedsApproval, Outcome, Ready, Refused, ToolPlan
-from .errors import ApprovalError
+from .errors import ApprovalError, ArgumentError
 from .execution import (
-    Refuser,
     interrupted_event,
     parse_arguments,
     plain,
@@ -50,9 +49,9 @@ from .finish import DEFAULT_MAX_RESULT_CHARS, ResultFinisher
 from .loops import LoopDetector
 from .policy import PolicyEngine, PolicyExplanation
 from .ratelimit import RateLimiter
+from .refusal import Refuser
 from .registry import ToolDefinition, ToolRegistry
 from .result import ErrorKind
-from .schemas import ArgumentError
 from .scrub import Scrubber
 
 __all__ = ["ToolPipeline"]

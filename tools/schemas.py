@@ -24,15 +24,11 @@ from typing import Any
 
 import fastjsonschema
 
-from .errors import InvalidSchema
+from .errors import ArgumentError, InvalidSchema
 
-__all__ = ["ArgumentError", "Validator", "compile_validator", "normalize_schema"]
+__all__ = ["Validator", "compile_validator", "normalize_schema"]
 
 Validator = Callable[[dict[str, Any]], dict[str, Any]]
-
-
-class ArgumentError(ValueError):
-    """The arguments do not match the schema; the message names the field."""
 
 
 def compile_validator(schema: Mapping[str, Any], tool: str = "") -> Validator:

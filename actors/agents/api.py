@@ -10,7 +10,7 @@ from clawlog.events.domain.agent import HandoffCleared, HandoffRouted
 
 from ..boundary import check_agent_key, check_model, check_name, check_text, check_timeout
 from ..errors import ArgumentTypeError, InvalidArgument, UnknownAgent
-from ..models.base import Model
+from ..providers.base import Model
 from ..runtime import ActorHandle
 from .config import AgentConfig
 from .gateway import ToolGateway

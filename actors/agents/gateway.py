@@ -15,7 +15,7 @@ import msgspec
 from clawlog.events import Event
 from clawlog.events.domain.session import ChatMessage, ToolCall
 
-from ..models.base import ToolSpec
+from ..providers.base import ToolSpec
 
 __all__ = ["CallerContext", "GateResult", "GateStep", "ToolGateway"]
 

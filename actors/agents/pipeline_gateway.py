@@ -40,7 +40,7 @@ from clawlog.tools import (
 from clawlog.tools.finish import DEFAULT_MAX_RESULT_CHARS
 
 from ..errors import Rejected
-from ..models.base import ToolSpec
+from ..providers.base import ToolSpec
 from .config import AgentConfig
 from .gateway import CallerContext, GateResult, GateStep
 

@@ -39,7 +39,7 @@ from clawlog.events.domain.session import (
 from ..actor import DEFERRED, EventSourcedActor
 from ..errors import ActorUnavailable, Rejected, TurnFailedError
 from ..messages import Message, Piped
-from ..models.base import Model, ModelReply, ModelRequest
+from ..providers.base import Model, ModelReply, ModelRequest
 from .config import AgentConfig
 from .gateway import CallerContext, GateStep, ToolGateway
 from .messages import (

@@ -39,7 +39,6 @@ __all__ = [
     "Subagent",
     "SubagentDone",
     "SubagentInfo",
-    "SubagentLimitError",
     "TaskBook",
     "apply_task_event",
 ]
@@ -93,10 +92,6 @@ def apply_task_event(book: TaskBook, event: Event) -> None:
             book.tasks[event.task_id].archived = True
         case SubagentRefused() | SubagentSteered():
             pass
-
-
-class SubagentLimitError(Exception):
-    """A spawn refused by a limit; the message is what the model reads."""
 
 
 class SpawnSubagent(Request[SubagentInfo], frozen=True, kw_only=True):

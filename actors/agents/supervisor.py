@@ -25,7 +25,7 @@ from ..errors import (
     TurnFailedError,
 )
 from ..messages import Message, Piped, Request
-from ..models.base import Model
+from ..providers.base import Model
 from ..runtime import ActorHandle
 from .config import AgentConfig
 from .gateway import ToolGateway

@@ -77,7 +77,7 @@ async def _command_gate(gate: QualityGate, result: str) -> tuple[bool, str]:
     if denied is not None:  # the exec security layer applies to gate commands too
         return False, (
             f"the gate command matches the deny pattern {denied.label!r} "
-            f"({denied.category}) and is never run"
+            f"({denied.group}) and is never run"
         )
     env = {k: v for k, v in os.environ.items() if k in _SAFE_ENV}
     process = await asyncio.create_subprocess_exec(

@@ -11,12 +11,7 @@ its tools reach granted agents as ``mcp_{server}_{tool}`` in the groups ``mcp`` 
 ``mcp:{server}``, leave while the server is down and come back when it reconnects.
 """
 
-from .api import McpServers, mcp_servers
-from .config import McpServerConfig, Transport, load_servers_file, registered_name
-from .connection import McpConnection, mcp_stream
-from .directory import McpDirectory, ServerView
-from .discovery import discover_tools
-from .errors import (
+from ..errors import (
     McpAccessError,
     McpCallTimeout,
     McpConfigError,
@@ -26,6 +21,11 @@ from .errors import (
     McpProtocolError,
     McpUnavailable,
 )
+from .api import McpServers, mcp_servers
+from .config import McpServerConfig, Transport, load_servers_file, registered_name
+from .connection import McpConnection, mcp_stream
+from .directory import McpDirectory, ServerView
+from .discovery import discover_tools
 from .gateway import McpGateway
 from .grants import EVERYONE, Access, AccessRequest, Grant, resolve_access, tool_permitted
 from .health import HEALTH_COLUMNS, fold_health, health_rows, read_mcp_health

@@ -21,7 +21,7 @@ from clawlog.events.domain.mcp import (
 )
 
 from ..agents.config import validate_agent_key
-from .errors import McpAccessError
+from ..errors import McpAccessError
 from .grants import EVERYONE, AccessRequest
 from .messages import GetAccessRequests, RequestAccess, ReviewAccess, RevokeGrant, SetGrant
 

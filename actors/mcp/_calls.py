@@ -18,9 +18,9 @@ from clawlog.events.domain.mcp import McpCallTimedOut
 
 from .._bridge import LoopReply, ThreadReply
 from ..actor import DEFERRED
-from ..errors import HubError
-from .errors import McpCallTimeout, McpConnectionLost, McpError, McpUnavailable, translate
+from ..errors import HubError, McpCallTimeout, McpConnectionLost, McpError, McpUnavailable
 from .messages import CallFailed, CallTool
+from .sdk_errors import translate
 
 if TYPE_CHECKING:
     from ..runtime import Runtime

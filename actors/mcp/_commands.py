@@ -10,8 +10,8 @@ from clawlog.events import Event
 from clawlog.events.domain.mcp import McpServerEnabledChanged, McpServerRemoved
 from clawlog.tools import Scrubber
 
+from ..errors import McpConfigError, McpUnavailable
 from .config import McpServerConfig
-from .errors import McpConfigError, McpUnavailable
 
 if TYPE_CHECKING:
     from .directory import McpDirectory

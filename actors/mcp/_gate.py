@@ -19,9 +19,8 @@ from typing import Any
 import mcp.types as mt
 
 from .._bridge import Hub
-from ..errors import HubError
+from ..errors import HubError, McpCallTimeout, McpConnectionLost, McpError, McpUnavailable
 from ._link import Link
-from .errors import McpCallTimeout, McpConnectionLost, McpError, McpUnavailable
 
 __all__ = ["CallGate"]
 

@@ -21,16 +21,16 @@ import anyio
 import mcp.types as mt
 from mcp import ClientSession
 
-from ._transport import WatchedReadStream, open_transport
-from .config import McpServerConfig
-from .errors import (
+from ..errors import (
     McpCallTimeout,
     McpConnectError,
     McpConnectionLost,
     McpError,
     McpUnavailable,
-    translate,
 )
+from ._transport import WatchedReadStream, open_transport
+from .config import McpServerConfig
+from .sdk_errors import translate
 
 __all__ = ["Handshake", "Link"]
 

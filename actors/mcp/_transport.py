@@ -18,8 +18,8 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from ..errors import McpConfigError
 from .config import McpServerConfig
-from .errors import McpConfigError
 
 __all__ = ["WatchedReadStream", "open_transport"]
 

@@ -20,12 +20,11 @@ from clawlog.tools import ToolResult
 
 from .._bridge import run_in_thread
 from ..agents.pipeline_gateway import PipelineGateway
-from ..errors import ActorDead
+from ..errors import ActorDead, McpConfigError, McpUnavailable
 from ..runtime import ActorHandle
 from .config import McpServerConfig, load_servers_file
 from .connection import McpConnection, mcp_stream
 from .directory import McpDirectory, Views
-from .errors import McpConfigError, McpUnavailable
 from .gateway import McpGateway
 from .grants import AccessRequest
 from .messages import (

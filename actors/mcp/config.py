@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from .errors import McpConfigError
+from ..errors import McpConfigError
 
 __all__ = ["McpServerConfig", "Transport", "load_servers_file", "registered_name"]
 

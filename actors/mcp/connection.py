@@ -35,7 +35,11 @@ from clawlog.events.domain.mcp import (
 from clawlog.tools import Scrubber
 
 from ..actor import DEFERRED, EventSourcedActor
-from ..errors import HubError
+from ..errors import (
+    HubError,
+    McpConfigError,
+    McpError,
+)
 from ..messages import Message, Piped
 from ._access import AccessHandlers
 from ._calls import CallHandlers
@@ -45,11 +49,6 @@ from ._link import Handshake, Link
 from .config import McpServerConfig
 from .directory import McpDirectory, ServerView
 from .discovery import discover_tools
-from .errors import (
-    McpConfigError,
-    McpError,
-    translate,
-)
 from .messages import (
     CallFailed,
     CallTool,
@@ -62,6 +61,7 @@ from .messages import (
     RetryDue,
     SetEnabled,
 )
+from .sdk_errors import translate
 from .state import McpServerState, McpServerStatus, apply_mcp_event, config_digest
 from .tool import McpTool
 

@@ -29,7 +29,7 @@ from clawlog.tools import (
     ToolTimeout,
 )
 
-from .errors import (
+from ..errors import (
     McpCallTimeout,
     McpConnectionLost,
     McpError,

@@ -10,9 +10,9 @@ divergence.
         print(report.divergence.kind, report.divergence.position)
 """
 
+from ..errors import NothingRecorded, ReplayError, ReplyNotRecorded
 from .compare import Divergence, DivergenceKind, compare_turn
 from .engine import KNOWN_TOOLS, ConfigChange, RerunReport, deny_tools, rerun
-from .errors import NothingRecorded, ReplayError, ReplyNotRecorded
 from .folds import STATE_FOLDS, StateFold, fold_for, stream_state_as_of
 from .recording import (
     LogReader,

@@ -27,11 +27,10 @@ from ..agents.messages import SendMessage
 from ..agents.prompt import PromptBuilder
 from ..agents.session import session_stream
 from ..agents.supervisor import agent_stream
-from ..errors import TurnCancelledError, TurnFailedError
-from ..models.base import Model
+from ..errors import NothingRecorded, ReplayError, TurnCancelledError, TurnFailedError
+from ..providers.base import Model
 from ..system import System
 from .compare import Divergence, compare_turn
-from .errors import NothingRecorded, ReplayError
 from .prompt import recorded_prompt
 from .recording import (
     LogReader,

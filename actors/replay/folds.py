@@ -24,8 +24,8 @@ from ..agents.session_state import SessionState, apply_session_event
 from ..agents.supervisor import AgentState, apply_agent_event
 from ..delegation.messages import LinkState
 from ..delegation.state import apply_link_event
+from ..errors import ReplayError
 from ..teams.board import BoardState, apply_board_event
-from .errors import ReplayError
 
 __all__ = ["STATE_FOLDS", "StateFold", "fold_for", "stream_state_as_of"]
 

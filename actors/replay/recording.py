@@ -37,7 +37,7 @@ from clawlog.events.domain.tool import (
 from ..agents.config import AgentConfig
 from ..agents.pipeline_gateway import PipelineGateway
 from ..agents.session_state import SessionState, apply_session_event
-from .errors import NothingRecorded
+from ..errors import NothingRecorded
 
 __all__ = [
     "LogReader",

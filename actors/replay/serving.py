@@ -21,10 +21,10 @@ from clawlog.events import Event
 from clawlog.events.domain.session import ChatMessage, ModelFailed, ToolCall
 from clawlog.events.domain.tool import ToolCallFailed
 
+from .. import errors as model_errors
 from ..agents.gateway import CallerContext, GateResult, GateStep, ToolGateway
-from ..models import errors as model_errors
-from ..models.base import ModelReply, ModelRequest, ToolSpec
-from .errors import ReplyNotRecorded
+from ..errors import ReplyNotRecorded
+from ..providers.base import ModelReply, ModelRequest, ToolSpec
 from .recording import RecordedCall, RecordedIteration, RecordedTurn
 
 __all__ = ["REPLAY_APPROVER", "ContextNote", "RecordedTool", "ReplayGateway", "ReplayModel"]

@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.markup import escape
 
 from clawlog.actors.agents import AgentConfig
-from clawlog.actors.models import ScriptedModel
+from clawlog.actors.providers import ScriptedModel
 from clawlog.actors.system import System
 from clawlog.events import EventStoreError
 from clawlog.tools.exec import ExecTool

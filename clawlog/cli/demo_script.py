@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from clawlog.actors.models import ModelReply, ModelRequest, call, calls, reply
+from clawlog.actors.providers import ModelReply, ModelRequest, call, calls, reply
 
 __all__ = ["billing_brain", "lead_brain", "teammate_brain"]
 

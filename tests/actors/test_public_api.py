@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from clawlog import actors
 from clawlog.actors import errors
 
 ROOT = Path(__file__).parents[2]
@@ -17,7 +16,7 @@ PACKAGES = [
     "clawlog.actors",
     "clawlog.actors.agents",
     "clawlog.actors.delegation",
-    "clawlog.actors.models",
+    "clawlog.actors.providers",
     "clawlog.actors.replay",
     "clawlog.actors.teams",
 ]
@@ -37,10 +36,11 @@ def test_all_is_sorted_and_every_name_resolves(package: str) -> None:
     assert [name for name in names if not hasattr(module, name)] == []
 
 
-def test_every_runtime_error_derives_from_the_one_root() -> None:
+def test_every_error_of_the_package_derives_from_the_one_root() -> None:
+    # Runtime, providers, re-run and MCP errors: one module, one root.
     raised = [getattr(errors, name) for name in errors.__all__]
     assert all(issubclass(cls, errors.ActorError) for cls in raised)
-    assert {cls.__name__ for cls in raised} <= set(actors.__all__)
+    assert {"ModelError", "ReplayError", "McpError", "SubagentLimitError"} <= set(errors.__all__)
 
 
 def _importers(package: str, forbidden: tuple[str, ...]) -> list[str]:

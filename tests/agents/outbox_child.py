@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from clawlog import AgentConfig, FunctionTool, ScriptedModel, System, ToolContext, call, reply
-from clawlog.actors.models import ModelReply, ModelRequest
+from clawlog.actors.providers import ModelReply, ModelRequest
 
 
 def interrupted_brain(request: ModelRequest) -> ModelReply:

@@ -6,7 +6,7 @@ import asyncio
 import threading
 from typing import Any
 
-from clawlog.actors.models import ModelReply, ModelRequest, reply
+from clawlog.actors.providers import ModelReply, ModelRequest, reply
 
 
 class GatedModel:

@@ -10,7 +10,7 @@ import pytest
 
 from clawlog.actors import System
 from clawlog.actors.agents import AgentConfig
-from clawlog.actors.models import ModelReply, ModelRequest, ScriptedModel, call, reply
+from clawlog.actors.providers import ModelReply, ModelRequest, ScriptedModel, call, reply
 from clawlog.tools import ApprovalConfig, FunctionTool
 
 

@@ -24,7 +24,7 @@ from clawlog.actors import (
     UnknownAgent,
 )
 from clawlog.actors.agents import AgentConfig
-from clawlog.actors.models import ModelReply, ModelRequest, ScriptedModel, call, reply
+from clawlog.actors.providers import ModelReply, ModelRequest, ScriptedModel, call, reply
 from clawlog.events import ANY, InvalidEvent
 from clawlog.events.domain.session import TurnStarted
 from clawlog.tools import FunctionTool
@@ -106,7 +106,7 @@ async def test_send_with_user_5_leaves_the_log_readable_across_a_restart(tmp_pat
         import asyncio
         from clawlog.actors import System
         from clawlog.actors.agents import AgentConfig
-        from clawlog.actors.models import ScriptedModel, reply
+        from clawlog.actors.providers import ScriptedModel, reply
 
         async def main():
             async with System.open({str(path)!r}) as system:

@@ -8,7 +8,7 @@ import pytest
 
 from clawlog.actors import Rejected, System
 from clawlog.actors.agents import AgentConfig, CallerContext
-from clawlog.actors.models import ScriptedModel, reply
+from clawlog.actors.providers import ScriptedModel, reply
 
 
 def named(name: str) -> ScriptedModel:

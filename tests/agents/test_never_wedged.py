@@ -27,7 +27,7 @@ from clawlog.actors import (
 )
 from clawlog.actors.agents import AgentConfig
 from clawlog.actors.internal import Ready
-from clawlog.actors.models import ScriptedModel, reply
+from clawlog.actors.providers import ScriptedModel, reply
 from tests.actors.sample import Add, Added, Counter, Crash, Get
 from tests.agents.support import GatedModel, types, wait_threading_event
 from tests.support.postgres import database_url, pg_ctl

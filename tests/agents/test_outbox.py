@@ -22,7 +22,7 @@ from clawlog import (
     calls,
     reply,
 )
-from clawlog.actors.models import ModelReply, ModelRequest
+from clawlog.actors.providers import ModelReply, ModelRequest
 from clawlog.events import open_store
 
 ROOT = Path(__file__).parents[2]

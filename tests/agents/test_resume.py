@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from clawlog import AgentConfig, FunctionTool, ScriptedModel, System, ToolContext, reply
-from clawlog.actors.models import ModelReply, ModelRequest
+from clawlog.actors.providers import ModelReply, ModelRequest
 
 ROOT = Path(__file__).parents[2]
 

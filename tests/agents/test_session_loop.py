@@ -9,7 +9,7 @@ import pytest
 
 from clawlog.actors import ActorDead, System, TurnCancelledError, TurnFailedError
 from clawlog.actors.agents import AgentConfig
-from clawlog.actors.models import ModelServerError, ScriptedModel, reply
+from clawlog.actors.providers import ModelServerError, ScriptedModel, reply
 from tests.agents.support import GatedModel, types, wait_threading_event
 
 

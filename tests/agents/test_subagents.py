@@ -10,7 +10,7 @@ import pytest
 from clawlog.actors import Rejected, System
 from clawlog.actors.agents import AgentConfig, CallerContext, SubagentLimits
 from clawlog.actors.agents.ports import AgentPorts
-from clawlog.actors.models import ModelReply, ModelRequest, reply
+from clawlog.actors.providers import ModelReply, ModelRequest, reply
 from tests.agents.support import Gate
 
 RELEASE = Gate()

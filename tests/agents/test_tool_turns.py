@@ -8,7 +8,7 @@ import pytest
 
 from clawlog.actors import System, TurnFailedError
 from clawlog.actors.agents import AgentConfig
-from clawlog.actors.models import ModelReply, ModelRequest, ScriptedModel, call, calls, reply
+from clawlog.actors.providers import ModelReply, ModelRequest, ScriptedModel, call, calls, reply
 from tests.agents.support import types
 
 

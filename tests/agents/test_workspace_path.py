@@ -12,7 +12,7 @@ import pytest
 
 from clawlog.actors import ActorDead, System, SystemClosed
 from clawlog.actors.agents import AgentConfig
-from clawlog.actors.models import ModelReply, ModelRequest, ScriptedModel, call, reply
+from clawlog.actors.providers import ModelReply, ModelRequest, ScriptedModel, call, reply
 from clawlog.actors.workspace import AgentWorkspaces
 from clawlog.tools.workspace import WorkspaceConfig
 

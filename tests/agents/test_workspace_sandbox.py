@@ -12,7 +12,7 @@ import docker
 import pytest
 
 from clawlog.actors.agents import AgentConfig
-from clawlog.actors.models import ScriptedModel, call
+from clawlog.actors.providers import ScriptedModel, call
 from clawlog.tools.sandbox import SandboxConfig
 from clawlog.tools.sandbox.manager import LABEL_KEY
 from clawlog.tools.workspace import user_directory

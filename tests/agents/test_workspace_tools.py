@@ -12,7 +12,7 @@ from typing import Any
 
 from clawlog.actors import System
 from clawlog.actors.agents import AgentConfig
-from clawlog.actors.models import ModelReply, ModelRequest, ScriptedModel, call, reply
+from clawlog.actors.providers import ModelReply, ModelRequest, ScriptedModel, call, reply
 from clawlog.actors.workspace import AgentWorkspaces
 from clawlog.events import RecordedEvent
 from clawlog.events.domain.tool import ToolCallCompleted, ToolCallFailed, ToolCallRefused

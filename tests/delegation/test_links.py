@@ -11,7 +11,13 @@ from clawlog.actors import Rejected, System
 from clawlog.actors.agents import AgentConfig, CallerContext
 from clawlog.actors.delegation import DelegationError
 from clawlog.actors.delegation.ports import DelegationPorts
-from clawlog.actors.models import ModelReply, ModelRequest, ModelServerError, ScriptedModel, reply
+from clawlog.actors.providers import (
+    ModelReply,
+    ModelRequest,
+    ModelServerError,
+    ScriptedModel,
+    reply,
+)
 from tests.agents.support import Gate
 
 

@@ -9,7 +9,7 @@ import pytest
 from clawlog.actors import System
 from clawlog.actors.agents import AgentConfig, CallerContext, QualityGate
 from clawlog.actors.delegation import DelegationError
-from clawlog.actors.models import ModelRequest, ScriptedModel, reply
+from clawlog.actors.providers import ModelRequest, ScriptedModel, reply
 
 
 def ctx(agent: str = "boss") -> CallerContext:

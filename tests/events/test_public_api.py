@@ -28,7 +28,7 @@ def isort_order(name: str) -> tuple[int, str]:
         "clawlog.actors.agents",
         "clawlog.actors.teams",
         "clawlog.actors.delegation",
-        "clawlog.actors.models",
+        "clawlog.actors.providers",
         "clawlog.projections",
     ],
 )

@@ -14,7 +14,7 @@ import sys
 
 from clawlog.actors import System
 from clawlog.actors.agents import AgentConfig
-from clawlog.actors.models import ModelReply, ModelRequest, ScriptedModel, call, calls, reply
+from clawlog.actors.providers import ModelReply, ModelRequest, ScriptedModel, call, calls, reply
 
 
 def script(request: ModelRequest) -> ModelReply:

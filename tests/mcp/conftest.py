@@ -23,7 +23,7 @@ import pytest
 
 from clawlog.actors import System
 from clawlog.actors.mcp import McpServerConfig, McpServers, mcp_servers
-from clawlog.actors.models import ModelReply, ModelRequest, calls, reply
+from clawlog.actors.providers import ModelReply, ModelRequest, calls, reply
 from clawlog.events import RecordedEvent
 
 ROOT = Path(__file__).resolve().parents[2]

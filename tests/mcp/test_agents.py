@@ -8,7 +8,7 @@ import asyncio
 from clawlog.actors import System
 from clawlog.actors.agents import AgentConfig
 from clawlog.actors.mcp import McpServers
-from clawlog.actors.models import ScriptedModel
+from clawlog.actors.providers import ScriptedModel
 from clawlog.events import event_tag
 from clawlog.events.domain.session import ModelRequested
 from clawlog.events.domain.tool import ToolCallCompleted, ToolCallRefused

@@ -23,7 +23,7 @@ from clawlog.actors.mcp import (
     load_servers_file,
     registered_name,
 )
-from clawlog.actors.mcp.errors import translate
+from clawlog.actors.mcp.sdk_errors import translate
 
 
 def write(tmp_path: Path, data: object) -> Path:

@@ -19,7 +19,7 @@ from clawlog.actors.mcp import (
     McpUnavailable,
     Transport,
 )
-from clawlog.actors.models import ScriptedModel
+from clawlog.actors.providers import ScriptedModel
 from clawlog.events.domain.mcp import McpConnectFailed, McpDisconnected, McpReconnectScheduled
 from clawlog.events.domain.tool import ToolCallFailed
 from clawlog.tools import RecordingSink, ToolContext, ToolPipeline, ToolRegistry, run_tool_call

@@ -10,7 +10,7 @@ import pytest
 
 from clawlog.actors import System, TurnFailedError
 from clawlog.actors.agents import AgentConfig
-from clawlog.actors.models import ModelReply, ScriptedModel, call, calls, reply
+from clawlog.actors.providers import ModelReply, ScriptedModel, call, calls, reply
 from clawlog.events import EventStore
 from clawlog.tools import FunctionTool
 

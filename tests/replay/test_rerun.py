@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from clawlog.actors.agents import AgentConfig
-from clawlog.actors.models import Model, ScriptedModel, calls, reply
+from clawlog.actors.providers import Model, ScriptedModel, calls, reply
 from clawlog.actors.replay import (
     NothingRecorded,
     ReplayError,

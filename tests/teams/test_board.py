@@ -9,7 +9,7 @@ import pytest
 
 from clawlog.actors import Rejected, System
 from clawlog.actors.agents import AgentConfig
-from clawlog.actors.models import ScriptedModel, reply
+from clawlog.actors.providers import ScriptedModel, reply
 from clawlog.actors.teams import (
     Broadcast,
     ClaimTask,

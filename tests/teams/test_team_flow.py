@@ -7,7 +7,7 @@ from pathlib import Path
 
 from clawlog.actors import System
 from clawlog.actors.agents import AgentConfig
-from clawlog.actors.models import ModelReply, ModelRequest, ScriptedModel, call, calls, reply
+from clawlog.actors.providers import ModelReply, ModelRequest, ScriptedModel, call, calls, reply
 
 
 def lead_brain(request: ModelRequest) -> ModelReply:

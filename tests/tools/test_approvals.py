@@ -11,7 +11,6 @@ import pytest
 
 from clawlog.events import open_store
 from clawlog.tools import (
-    DENY_PATTERNS,
     ApprovalConfig,
     ApprovalError,
     ApprovalRequest,
@@ -115,13 +114,12 @@ def test_an_ordinary_command_matches_no_deny_pattern(command: str) -> None:
     assert match_deny_pattern(command) is None
 
 
-def test_the_deny_table_is_the_exec_tools_deny_table() -> None:
-    assert [(p.label, p.regex) for p in DENY_PATTERNS] == [(p.label, p.regex) for p in DENY]
-    assert all(p.category for p in DENY_PATTERNS)
+def test_every_deny_pattern_names_its_seed_group() -> None:
+    assert all(p.category == "deny" and p.group for p in DENY)
 
 
 def test_every_category_of_the_seed_table_has_patterns() -> None:
-    assert {p.category for p in DENY_PATTERNS} == {
+    assert {p.group for p in DENY} == {
         "destructive file ops",
         "disk destruction",
         "system control",

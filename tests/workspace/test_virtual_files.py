@@ -20,7 +20,7 @@ from clawlog.tools.workspace import (
     FileNotFound,
     MemoryStore,
     PathDenied,
-    StoreUnavailable,
+    VirtualStoreUnavailable,
 )
 
 from .support import Bench, StoreRecorder
@@ -175,7 +175,7 @@ async def test_without_a_recorder_virtual_files_are_read_only(root: object) -> N
         events=[AgentRegistered(key="main", config={"context_files": {"SOUL.md": "s"}})]
     )
     assert context.read("main", "u", "SOUL.md") == "s"
-    with pytest.raises(StoreUnavailable):
+    with pytest.raises(VirtualStoreUnavailable):
         await context.write(context.target("main", "u", "USER.md"), "x")
 
 
@@ -183,7 +183,7 @@ async def test_memory_tools_need_a_memory_store(disk: Bench) -> None:
     assert "memory_search" not in disk.tools
     from clawlog.tools.workspace import MemorySearchTool
 
-    with pytest.raises(StoreUnavailable, match="memory search is not enabled"):
+    with pytest.raises(VirtualStoreUnavailable, match="memory search is not enabled"):
         await MemorySearchTool(None).execute(disk.ctx, {"query": "x"})
 
 

@@ -12,13 +12,7 @@ session's ``session/{agent}/{key}``); ``processes.close_session(...)`` at sessio
 from __future__ import annotations
 
 from ..base import Tool
-from ..workspace.access import WorkspaceEnv
-from ..workspace.stores import Recorder
-from .analysis import CommandVerdict, analyze, match_deny
-from .check import CommandCheck, check_command
-from .config import ExecConfig
-from .env import BLOCKED_ENV, SAFE_ENV_VARS, command_env
-from .errors import (
+from ..errors import (
     CommandDenied,
     CommandTimedOut,
     ExecError,
@@ -27,6 +21,12 @@ from .errors import (
     SandboxRefused,
     UnknownProcess,
 )
+from ..workspace.access import WorkspaceEnv
+from ..workspace.stores import Recorder
+from .analysis import CommandVerdict, analyze, match_deny
+from .check import CommandCheck, check_command
+from .config import ExecConfig
+from .env import BLOCKED_ENV, SAFE_ENV_VARS, command_env
 from .host import RUN_ID_ENV, HostProcess, kill_tree, sweep_run
 from .output import OutputBuffer, clip
 from .patterns import DANGEROUS, DENY, INJECTION, NEVER_AUTO_APPROVE, CommandPattern

@@ -174,7 +174,7 @@ def _deny(group: str, label: str, pattern: str, flags: int = 0) -> CommandPatter
 
 def _both(first: str, second: str) -> str:
     """A view holding both, in any order: the raw command line, or all of it normalized
-    (one regex, so ``tools.deny.DENY_PATTERNS`` can match on its own)."""
+    (one regex, so ``tools.deny.match_deny_pattern`` can name it on its own)."""
     return rf"\A(?=[\s\S]*?(?:{first}))(?=[\s\S]*?(?:{second}))"
 
 

@@ -11,9 +11,8 @@ from typing import Any, ClassVar
 
 from ..base import BaseTool
 from ..context import ToolContext
-from ..errors import InvalidParameters
+from ..errors import InvalidParameters, ProcessFinished
 from ..result import ToolResult
-from .errors import ProcessFinished
 from .output import clip
 from .processes import ManagedProcess, ProcessRegistry
 

@@ -27,8 +27,8 @@ from clawlog.events.domain.workspace import (
 from clawlog.events.logging import get_logger
 
 from ..context import ToolContext
+from ..errors import ProcessLimit, UnknownProcess
 from ..workspace.stores import Recorder, Scrub, no_scrub
-from .errors import ProcessLimit, UnknownProcess
 from .runs import RunningProcess
 
 __all__ = ["ManagedProcess", "ProcessRegistry", "session_stream"]

@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-__all__ = ["ParseError", "SimpleCommand", "Word", "lex", "split_commands"]
+from ..errors import CommandParseError
+
+__all__ = ["SimpleCommand", "Word", "lex", "split_commands"]
 
 _OPERATORS = ("&&", "||", ";;", "|&", ";", "&", "|", "(", ")", "\n")
 _REDIRECTS = ("<<<", "<<-", "<<", ">>", ">&", "<&", "&>>", "&>", ">|", "<>", ">", "<")
@@ -53,10 +55,6 @@ KEYWORDS = frozenset(
         "select",
     }
 )
-
-
-class ParseError(ValueError):
-    """The command cannot be read the way a shell would (e.g. an unterminated quote)."""
 
 
 class Word(NamedTuple):
@@ -116,7 +114,7 @@ class _Lexer:
             elif c == "'":
                 end = s.find("'", self.i + 1)
                 if end < 0:
-                    raise ParseError("unterminated single quote")
+                    raise CommandParseError("unterminated single quote")
                 self.add(s[self.i + 1 : end])
                 self.i = end + 1
             elif c == '"':
@@ -175,7 +173,7 @@ class _Lexer:
             else:
                 self.add(c)
                 self.i += 1
-        raise ParseError("unterminated double quote")
+        raise CommandParseError("unterminated double quote")
 
     def dollar(self, quoted: bool) -> None:
         s, i = self.s, self.i
@@ -217,7 +215,7 @@ class _Lexer:
                 body.append(s[i])
                 i += 1
         if i >= len(s):
-            raise ParseError("unterminated backquote")
+            raise CommandParseError("unterminated backquote")
         self.substitutions.append("".join(body))
         self.add("`…`", expanded=True)
         self.i = i + 1
@@ -234,7 +232,7 @@ def _balanced(s: str, start: int, open_: str, close: str) -> tuple[str, int]:
         if c == "'":
             end = s.find("'", i + 1)
             if end < 0:
-                raise ParseError("unterminated single quote")
+                raise CommandParseError("unterminated single quote")
             i = end + 1
             continue
         if c == '"':
@@ -247,7 +245,7 @@ def _balanced(s: str, start: int, open_: str, close: str) -> tuple[str, int]:
             if depth == 0:
                 return s[start + 1 : i], i + 1
         i += 1
-    raise ParseError(f"unterminated {open_}")
+    raise CommandParseError(f"unterminated {open_}")
 
 
 def _skip_double(s: str, i: int) -> int:
@@ -261,7 +259,7 @@ def _skip_double(s: str, i: int) -> int:
             _, i = _balanced(s, i + 1, "(", ")")
         else:
             i += 1
-    raise ParseError("unterminated double quote")
+    raise CommandParseError("unterminated double quote")
 
 
 def _ansi_c(s: str, i: int) -> tuple[str, int]:
@@ -290,7 +288,7 @@ def _ansi_c(s: str, i: int) -> tuple[str, int]:
         else:
             out.append(e)
             i += 2
-    raise ParseError("unterminated $'...' quote")
+    raise CommandParseError("unterminated $'...' quote")
 
 
 def lex(source: str) -> tuple[list[Token], list[str]]:

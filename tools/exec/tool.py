@@ -26,15 +26,20 @@ from clawlog.events.logging import get_logger
 
 from ..base import BaseTool, ToolDomain
 from ..context import ToolContext
-from ..errors import InvalidParameters, SandboxError
+from ..errors import (
+    CommandDenied,
+    CommandTimedOut,
+    InvalidParameters,
+    SandboxError,
+    SandboxRefused,
+    WorkspaceError,
+)
 from ..result import ErrorKind, ToolResult
 from ..workspace.access import WorkspaceEnv, workspace_root
-from ..workspace.errors import WorkspaceError
 from ..workspace.stores import Recorder
 from .analysis import analyze
 from .config import ExecConfig
 from .env import command_env, requested_env
-from .errors import CommandDenied, CommandTimedOut, SandboxRefused
 from .host import HostProcess
 from .output import clip
 from .processes import ProcessRegistry

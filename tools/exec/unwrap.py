@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from .shell import ParseError, SimpleCommand, Word, lex, split_commands
+from ..errors import CommandParseError
+from .shell import SimpleCommand, Word, lex, split_commands
 
 __all__ = [
     "INTERPRETERS",
@@ -133,7 +134,7 @@ def _parse(source: str, depth: int, out: ParsedCommand) -> tuple[bool, str | Non
         return True, None
     try:
         tokens, substitutions = lex(source)
-    except ParseError as exc:
+    except CommandParseError as exc:
         return False, str(exc)
     too_deep, error = False, None
     nested: list[str] = list(substitutions)

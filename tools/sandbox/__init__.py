@@ -7,8 +7,8 @@
 ``release(sandbox_key)`` when a session ends; ``aclose()`` when the system closes.
 """
 
+from ..errors import SandboxClosed, SandboxFailure, SandboxUnavailable
 from .config import DEFAULT_IMAGE, SandboxConfig
-from .errors import SandboxClosed, SandboxFailure, SandboxUnavailable
 from .manager import SandboxManager, sandbox_stream
 from .process import SandboxProcess, wrapped_command
 

@@ -34,9 +34,9 @@ from clawlog.events import Event
 from clawlog.events.domain.workspace import SandboxContainerRemoved, SandboxContainerStarted
 from clawlog.events.logging import get_logger
 
+from ..errors import SandboxClosed, SandboxUnavailable
 from ..workspace.stores import Recorder
 from .config import SandboxConfig
-from .errors import SandboxClosed, SandboxUnavailable
 from .process import SandboxProcess, wrapped_command
 
 __all__ = ["SandboxManager", "sandbox_stream"]

@@ -7,6 +7,21 @@
 routes it to the actor owning ``stream`` (``agent/{key}``) and returns once durable.
 """
 
+from ..errors import (
+    EditRejected,
+    FileNotFound,
+    FileTooLarge,
+    NotAFile,
+    OldStringNotFound,
+    OldStringNotUnique,
+    PatchRejected,
+    PathDenied,
+    PathRefused,
+    PathTraversal,
+    SearchTimedOut,
+    VirtualStoreUnavailable,
+    WorkspaceError,
+)
 from .access import (
     Target,
     Workspace,
@@ -26,21 +41,6 @@ from .config import (
     WorkspaceConfig,
 )
 from .context_store import CONTEXT_FILES, ContextStore, ContextTarget
-from .errors import (
-    EditRejected,
-    FileNotFound,
-    FileTooLarge,
-    NotAFile,
-    OldStringNotFound,
-    OldStringNotUnique,
-    PatchRejected,
-    PathDenied,
-    PathRefused,
-    PathTraversal,
-    SearchTimedOut,
-    StoreUnavailable,
-    WorkspaceError,
-)
 from .list_tools import GlobTool, ListFilesTool
 from .memory_index import MemoryHit, MemoryIndex
 from .memory_store import MemoryDocument, MemoryStore, is_memory_path
@@ -96,8 +96,8 @@ __all__ = [
     "Scrub",
     "SearchTimedOut",
     "SearchTool",
-    "StoreUnavailable",
     "Target",
+    "VirtualStoreUnavailable",
     "Workspace",
     "WorkspaceConfig",
     "WorkspaceEnv",

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 
 from ..context import ToolContext
+from ..errors import FileNotFound, FileTooLarge, NotAFile, PathDenied, VirtualStoreUnavailable
 from . import fsio
 from .config import WorkspaceConfig
 from .context_store import CONTEXT_FILES, ContextStore, ContextTarget
-from .errors import FileNotFound, FileTooLarge, NotAFile, PathDenied, StoreUnavailable
 from .memory_store import MemoryStore, is_memory_path
 from .paths import PathGuard, ResolvedPath
 
@@ -54,7 +54,7 @@ def workspace_path(workspace: str | Path, user: str, config: WorkspaceConfig) ->
 def workspace_root(ctx: ToolContext, config: WorkspaceConfig) -> Path:
     """The caller's workspace directory (created): per agent, or per (agent, user)."""
     if not ctx.workspace:
-        raise StoreUnavailable(
+        raise VirtualStoreUnavailable(
             "no workspace is configured for this agent, so file and shell tools cannot run"
         )
     root = workspace_path(ctx.workspace, ctx.user, config)

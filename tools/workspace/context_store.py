@@ -25,7 +25,7 @@ from clawlog.events import Event
 from clawlog.events.domain.agent import AgentRegistered
 from clawlog.events.domain.workspace import ContextFileDeleted, ContextFileWritten
 
-from .errors import StoreUnavailable
+from ..errors import VirtualStoreUnavailable
 from .stores import Recorder, Scrub, agent_stream, no_scrub
 
 __all__ = ["CONTEXT_FILES", "ContextStore", "ContextTarget"]
@@ -182,7 +182,7 @@ class ContextStore:
 
     async def _append(self, agent: str, event: Event) -> None:
         if self._record is None:
-            raise StoreUnavailable(
+            raise VirtualStoreUnavailable(
                 "context files are read-only here: no recorder is configured for them"
             )
         await self._record(self._stream_for(agent), [event])

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from .errors import FileNotFound, NotAFile, PathDenied, PathTraversal, WorkspaceError
+from ..errors import FileNotFound, NotAFile, PathDenied, PathTraversal, WorkspaceError
 from .paths import ResolvedPath
 
 __all__ = [

@@ -13,12 +13,11 @@ import stat
 from typing import Any, ClassVar
 
 from ..context import ToolContext
-from ..errors import InvalidParameters
+from ..errors import FileNotFound, InvalidParameters, NotAFile, PathTraversal
 from ..result import ToolResult
 from . import fsio
 from .access import Workspace
 from .base import FileTool, int_arg, path_arg
-from .errors import FileNotFound, NotAFile, PathTraversal
 from .paths import ResolvedPath, normalize_relative
 from .walk import WalkEntry, glob_regex, walk
 

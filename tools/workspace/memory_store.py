@@ -15,7 +15,7 @@ from typing import NamedTuple
 from clawlog.events import Event
 from clawlog.events.domain.workspace import MemoryDocumentDeleted, MemoryDocumentWritten
 
-from .errors import StoreUnavailable
+from ..errors import VirtualStoreUnavailable
 from .memory_index import MemoryHit, MemoryIndex
 from .stores import Recorder, Scrub, agent_stream, no_scrub
 
@@ -114,7 +114,7 @@ class MemoryStore:
 
     async def _append(self, agent: str, event: Event) -> None:
         if self._record is None:
-            raise StoreUnavailable(
+            raise VirtualStoreUnavailable(
                 "memory documents are read-only here: no recorder is configured for them"
             )
         await self._record(self._stream_for(agent), [event])

@@ -7,10 +7,9 @@ from typing import Any, ClassVar
 
 from ..base import BaseTool
 from ..context import ToolContext
-from ..errors import InvalidParameters
+from ..errors import FileNotFound, InvalidParameters, VirtualStoreUnavailable
 from ..result import ToolResult
 from .base import int_arg
-from .errors import FileNotFound, StoreUnavailable
 from .memory_store import MemoryStore, is_memory_path
 from .paths import normalize_relative
 
@@ -25,7 +24,7 @@ class _MemoryTool(BaseTool):
 
     def store(self) -> MemoryStore:
         if self.memory is None:
-            raise StoreUnavailable("memory search is not enabled for this agent")
+            raise VirtualStoreUnavailable("memory search is not enabled for this agent")
         return self.memory
 
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Literal, NamedTuple
 
-from .errors import PatchRejected
+from ..errors import PatchRejected
 
 __all__ = ["FilePatch", "Hunk", "apply_hunks", "parse_patch"]
 

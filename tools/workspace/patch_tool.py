@@ -16,11 +16,10 @@ from typing import Any, ClassVar, NamedTuple
 from clawlog.events.logging import get_logger
 
 from ..context import ToolContext
-from ..errors import InvalidParameters
+from ..errors import FileNotFound, InvalidParameters, PatchRejected, WorkspaceError
 from ..result import ToolResult
 from .access import Target, Workspace
 from .base import FileTool, path_arg
-from .errors import FileNotFound, PatchRejected, WorkspaceError
 from .patch import FilePatch, apply_hunks, parse_patch
 from .write_tools import edit_text
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from .errors import PathDenied, PathTraversal
+from ..errors import PathDenied, PathTraversal
 
 __all__ = ["PathGuard", "ResolvedPath", "normalize_relative"]
 

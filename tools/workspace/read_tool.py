@@ -14,11 +14,11 @@ from collections.abc import Iterable, Iterator
 from typing import Any, BinaryIO, ClassVar, NamedTuple
 
 from ..context import ToolContext
+from ..errors import FileNotFound, NotAFile
 from ..result import ToolResult
 from . import fsio
 from .access import Target
 from .base import FileTool, int_arg, path_arg
-from .errors import FileNotFound, NotAFile
 
 __all__ = ["Page", "ReadFileTool", "page_lines"]
 

@@ -22,11 +22,10 @@ from typing import Any, ClassVar
 import regex
 
 from ..context import ToolContext
-from ..errors import InvalidParameters
+from ..errors import InvalidParameters, SearchTimedOut, WorkspaceError
 from ..result import ToolResult
 from . import fsio
 from .base import FileTool, int_arg, path_arg
-from .errors import SearchTimedOut, WorkspaceError
 from .paths import ResolvedPath
 from .walk import glob_regex, walk
 

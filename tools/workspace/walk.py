@@ -9,9 +9,9 @@ from collections import deque
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from ..errors import WorkspaceError
 from . import fsio
 from .config import WorkspaceConfig
-from .errors import WorkspaceError
 from .paths import PathGuard, ResolvedPath
 
 __all__ = ["WalkEntry", "glob_regex", "walk"]

@@ -11,11 +11,10 @@ import difflib
 from typing import Any, ClassVar
 
 from ..context import ToolContext
-from ..errors import InvalidParameters
+from ..errors import EditRejected, InvalidParameters, OldStringNotFound, OldStringNotUnique
 from ..result import ToolResult
 from .access import Target, Workspace
 from .base import FileTool, path_arg
-from .errors import EditRejected, OldStringNotFound, OldStringNotUnique
 
 __all__ = ["EditFileTool", "WriteFileTool", "apply_edit", "preview"]
 

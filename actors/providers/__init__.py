@@ -4,9 +4,7 @@ The HTTP clients own one ``httpx.AsyncClient`` each, created on first use in the
 that calls them (the System's I/O hub); close them with ``await model.aclose()``.
 """
 
-from .anthropic import AnthropicModel
-from .base import ChatMessage, Model, ModelReply, ModelRequest, ToolCall, ToolSpec, Usage
-from .errors import (
+from ..errors import (
     MalformedReply,
     ModelAuthError,
     ModelBadRequest,
@@ -17,6 +15,8 @@ from .errors import (
     ModelUnavailable,
     ScriptExhausted,
 )
+from .anthropic import AnthropicModel
+from .base import ChatMessage, Model, ModelReply, ModelRequest, ToolCall, ToolSpec, Usage
 from .openai import OpenAIChatModel
 from .retry import RetryPolicy
 from .scripted import ScriptedModel, call, calls, reply

@@ -6,8 +6,8 @@ from typing import Any
 
 import msgspec
 
+from ..errors import MalformedReply
 from .base import ChatMessage, ModelReply, ModelRequest, ToolCall, Usage
-from .errors import MalformedReply
 from .http import HttpProvider
 
 __all__ = ["OpenAIChatModel"]

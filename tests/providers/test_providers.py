@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from clawlog.actors.models import (
+from clawlog.actors.providers import (
     ChatMessage,
     MalformedReply,
     ModelAuthError,
@@ -21,10 +21,10 @@ from clawlog.actors.models import (
     ToolCall,
     ToolSpec,
 )
-from clawlog.actors.models.anthropic import AnthropicModel
-from clawlog.actors.models.openai import OpenAIChatModel
-from clawlog.actors.models.retry import RetryPolicy
-from tests.models.wire_server import Canned, WireServer
+from clawlog.actors.providers.anthropic import AnthropicModel
+from clawlog.actors.providers.openai import OpenAIChatModel
+from clawlog.actors.providers.retry import RetryPolicy
+from tests.providers.wire_server import Canned, WireServer
 
 KEY = "sk-test-0123456789abcdefghijklmnop"
 FAST = RetryPolicy(max_attempts=3, base_delay_s=0.001, max_delay_s=0.01)

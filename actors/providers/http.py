@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import msgspec
 
-from .errors import (
+from ..errors import (
     MalformedReply,
     ModelAuthError,
     ModelBadRequest,

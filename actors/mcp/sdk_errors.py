@@ -1,18 +1,5 @@
-"""Errors of the MCP connections.
-
-McpError
- ├── McpConfigError          a server configuration or mcp-servers.json that cannot be used
- ├── McpConnectError         the server could not be reached or started (nothing listening,
- │                           missing command, failed handshake)
- ├── McpUnavailable          the server is down, reconnecting, failed or disabled: the call
- │                           was not sent
- ├── McpConnectionLost       the connection broke while the call was in flight
- ├── McpCallTimeout          the call ran into its deadline (a hung or stopped server)
- ├── McpProtocolError        the server answered with a JSON-RPC error
- └── McpAccessError          a grant or access request that cannot be applied
-
-The SDK's errors (``MCPError``, httpx2 and OS errors, and the ``ExceptionGroup``s its
-``async with`` blocks raise) are translated at the boundary by :func:`translate`.
+"""The MCP SDK's errors translated at the boundary: one function from anything the SDK,
+its transports or their ``ExceptionGroup``s raised to our :class:`~clawlog.actors.errors.McpError`.
 """
 
 from __future__ import annotations
@@ -21,60 +8,13 @@ import asyncio
 
 from mcp.shared.exceptions import MCPError
 
-__all__ = [
-    "McpAccessError",
-    "McpCallTimeout",
-    "McpConfigError",
-    "McpConnectError",
-    "McpConnectionLost",
-    "McpError",
-    "McpProtocolError",
-    "McpUnavailable",
-    "translate",
-]
+from ..errors import McpCallTimeout, McpConnectError, McpConnectionLost, McpError, McpProtocolError
+
+__all__ = ["translate"]
 
 #: JSON-RPC codes the SDK uses for a closed connection and for its own request timeout.
 CONNECTION_CLOSED = -32000
 REQUEST_TIMEOUT = -32001
-
-
-class McpError(Exception):
-    """Root of every error raised by :mod:`actors.mcp`."""
-
-    #: A short, stable name for events and health rows.
-    kind = "mcp_error"
-
-
-class McpConfigError(McpError):
-    kind = "config_error"
-
-
-class McpConnectError(McpError):
-    kind = "connect_error"
-
-
-class McpUnavailable(McpError):
-    kind = "unavailable"
-
-
-class McpConnectionLost(McpError):
-    kind = "connection_lost"
-
-
-class McpCallTimeout(McpError):
-    kind = "timeout"
-
-
-class McpProtocolError(McpError):
-    kind = "protocol_error"
-
-    def __init__(self, message: str, code: int = 0) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-class McpAccessError(McpError):
-    kind = "access_error"
 
 
 def _leaves(error: BaseException) -> list[BaseException]:

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 import msgspec
 
-from .errors import ModelError, ModelRateLimited
+from ..errors import ModelError, ModelRateLimited
 
 __all__ = ["RetryPolicy", "with_retries"]
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import msgspec
 
+from ..errors import ModelError, ScriptExhausted
 from .base import ModelReply, ModelRequest, ToolCall, Usage
-from .errors import ModelError, ScriptExhausted
 
 __all__ = ["ScriptStep", "ScriptedModel", "call", "calls", "reply"]
 
