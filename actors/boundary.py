@@ -1,5 +1,6 @@
 """The System's boundary: its size limits, and the checks its public calls make on their
-arguments before anything is sent or appended.
+arguments before anything is sent or appended (agent keys, session keys, team ids and
+members, texts, names, user lists, counts, flags, timeouts, models, tool lists).
 
 A wrong argument raises :class:`InvalidArgument` (a ``ValueError``) naming the parameter,
 or :class:`ArgumentTypeError` (also a ``TypeError``) for a wrong type; a message over the
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -19,10 +21,18 @@ from .errors import ArgumentTypeError, InvalidArgument, MessageTooLarge
 __all__ = [
     "Limits",
     "check_agent_key",
+    "check_count",
+    "check_decision",
+    "check_flag",
+    "check_members",
     "check_model",
     "check_name",
+    "check_session_key",
+    "check_team_id",
     "check_text",
     "check_timeout",
+    "check_tools",
+    "check_users",
 ]
 
 #: What a model must have to serve turns (the :class:`actors.providers.Model` protocol).
@@ -33,6 +43,10 @@ _EVENT_HEADROOM_BYTES = 8 * 1024
 #: The name-like fields an event carries beside a message's text (sender, channel, ...).
 _NAMES_PER_EVENT = 5
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SESSION_KEY_MAX = 200
+#: One segment of a stream name (events.store.validate_stream): the key is one segment.
+_SESSION_KEY = re.compile(rf"[A-Za-z0-9_.:@+=#~,>-]{{1,{_SESSION_KEY_MAX}}}")
+_TEAM_ID = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 
 
 class Limits(msgspec.Struct, frozen=True, kw_only=True):
@@ -94,6 +108,64 @@ def check_agent_key(agent: object, parameter: str = "agent") -> str:
         raise InvalidArgument(parameter, str(exc)) from exc
 
 
+def check_session_key(session_key: object) -> str:
+    """A session key: one segment of a stream name, 1-200 characters."""
+    if not isinstance(session_key, str):
+        raise ArgumentTypeError(
+            "session_key", f"invalid session key: a str, not {type(session_key).__name__}"
+        )
+    if _SESSION_KEY.fullmatch(session_key) is None:
+        raise InvalidArgument(
+            "session_key",
+            f"invalid session key {session_key!r}: 1-{_SESSION_KEY_MAX} characters of "
+            "A-Z a-z 0-9 _ . : @ + = # ~ , > - (no spaces, slashes, quotes or wildcards)",
+        )
+    return session_key
+
+
+def check_decision(decision: object) -> None:
+    """An answer to an approval: ``allow-once``, ``allow-always`` or ``deny``."""
+    if decision not in ("allow-once", "allow-always", "deny"):
+        raise InvalidArgument(
+            "decision", f"must be allow-once, allow-always or deny, not {decision!r}"
+        )
+
+
+def check_team_id(team_id: object) -> str:
+    """A team id: 1-64 of a-z 0-9 _ . -, starting with a letter or digit."""
+    if not isinstance(team_id, str):
+        raise ArgumentTypeError("team_id", f"must be a str, not {type(team_id).__name__}")
+    if _TEAM_ID.fullmatch(team_id) is None:
+        raise InvalidArgument("team_id", f"invalid team id {team_id!r}: 1-64 of a-z 0-9 _ . -")
+    return team_id
+
+
+def check_members(members: object, limits: Limits) -> list[tuple[str, str]]:
+    """A list of ``(agent key, role)`` pairs, each agent once."""
+    if isinstance(members, str) or not isinstance(members, list | tuple):
+        raise ArgumentTypeError("members", "must be a list of (agent key, role) pairs")
+    checked: list[tuple[str, str]] = []
+    for member in members:
+        if not isinstance(member, list | tuple) or len(member) != 2:
+            raise ArgumentTypeError("members", f"must hold (agent key, role) pairs, not {member!r}")
+        checked.append(
+            (check_agent_key(member[0], "members"), check_name(member[1], "members", limits))
+        )
+    keys = [key for key, _ in checked]
+    if len(set(keys)) != len(keys):
+        raise InvalidArgument("members", f"an agent is listed twice: {keys}")
+    return checked
+
+
+def check_users(users: object, parameter: str, limits: Limits) -> list[str] | None:
+    """None, or a list of user ids (non-empty names)."""
+    if users is None:
+        return None
+    if isinstance(users, str) or not isinstance(users, list | tuple):
+        raise ArgumentTypeError(parameter, "must be a list of user ids or None")
+    return [check_name(user, parameter, limits, required=True) for user in users]
+
+
 def check_text(text: object, limits: Limits, parameter: str = "text") -> str:
     """A non-empty message text whose UTF-8 form is within ``limits.max_message_bytes``."""
     if not isinstance(text, str):
@@ -139,6 +211,27 @@ def check_timeout(timeout: object, parameter: str = "timeout") -> float | None:
     if not (timeout > 0 and math.isfinite(timeout)):
         raise InvalidArgument(parameter, f"must be a positive number of seconds, not {timeout}")
     return float(timeout)
+
+
+def check_count(value: object, parameter: str) -> int:
+    """An int of at least 1 (not a bool)."""
+    if type(value) is not int or value < 1:
+        raise InvalidArgument(parameter, f"must be an int of at least 1, not {value!r}")
+    return value
+
+
+def check_flag(value: object, parameter: str) -> bool:
+    """A bool."""
+    if not isinstance(value, bool):
+        raise ArgumentTypeError(parameter, f"must be a bool, not {value!r}")
+    return value
+
+
+def check_tools(tools: object) -> None:
+    """A list (any sequence but a string) of tools; the tools themselves are checked when
+    the gateway registers them."""
+    if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
+        raise ArgumentTypeError("tools", "must be a list of tools.Tool objects")
 
 
 def check_model(model: Any) -> None:

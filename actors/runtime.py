@@ -1,11 +1,15 @@
-"""What every actor of one System shares: the hub, the store, the registry of actors."""
+"""What every actor of one System shares: the hub, the store, the registry of actors.
+
+Knows actors only by their pykka refs (an :class:`ActorHandle` wraps one), so the actor
+base class in ``actor.py`` builds on this module and never the other way round.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import threading
 from collections.abc import Callable, Coroutine, Iterator
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import pykka
 
@@ -15,10 +19,8 @@ from clawlog.events.logging import get_logger
 from ._bridge import Hub, ask_async, ask_blocking
 from .errors import ActorDead, SystemClosed
 from .messages import Request
+from .ownership import StreamOwnership
 from .supervision import SupervisionPolicy
-
-if TYPE_CHECKING:
-    from .actor import EventSourcedActor
 
 __all__ = ["ActorHandle", "Runtime"]
 
@@ -48,8 +50,6 @@ class Runtime:
         self.closing = False
         #: Set just before the store closes: nothing may use it any more.
         self.closing_store = False
-        from .ownership import StreamOwnership
-
         #: Leases on actor streams when several processes share the store.
         self.ownership = StreamOwnership(self)
         self._slots: dict[str, int] = {}
@@ -123,9 +123,7 @@ class ActorHandle(Generic[R]):
 
     __slots__ = ("_runtime", "kind", "path", "ref")
 
-    def __init__(
-        self, runtime: Runtime, path: str, kind: str, ref: pykka.ActorRef[EventSourcedActor[Any]]
-    ) -> None:
+    def __init__(self, runtime: Runtime, path: str, kind: str, ref: pykka.ActorRef[Any]) -> None:
         self._runtime = runtime
         self.path = path
         self.kind = kind

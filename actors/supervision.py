@@ -49,6 +49,11 @@ class FailureWindow:
             self._times.popleft()
         return len(self._times)
 
+    @property
+    def count(self) -> int:
+        """Failures the window held at the last ``record``."""
+        return len(self._times)
+
     def exceeded(self) -> bool:
         return len(self._times) > self.policy.max_failures
 

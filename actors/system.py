@@ -7,6 +7,14 @@
 ``open`` starts the I/O hub, opens the store on it and starts the guardian. ``close``
 stops actors top-down (each handles what is already in its mailbox first), flushes and
 closes the store, stops the hub, and is idempotent.
+
+The whole public API is this one class, in sections: actors (``spawn``, ``tell``,
+``ask``), agents (``register_agent``, ``send``, ``cancel``, ``approve``,
+``session_status``...), teams (``create_team``, ``team_board``), delegation
+(``link_agents``, ``delegation_directory``), MCP servers (the :attr:`System.mcp`
+collaborator, :class:`actors.mcp.McpServers`), the outbox and the lifecycle. The
+arguments' checks and size limits are in :mod:`actors.boundary`; the agents, teams and
+delegation packages hold the actors these calls reach.
 """
 
 from __future__ import annotations
@@ -16,33 +24,74 @@ import contextlib
 from collections.abc import Collection, Generator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pykka
 
 from clawlog.events import Event, EventStore, StorageBackend, default_registry, open_store
+from clawlog.events.domain.agent import HandoffCleared, HandoffRouted
+from clawlog.events.domain.delegation import LinkConfigured
+from clawlog.events.domain.team import TeamMember
+from clawlog.events.domain.tool import ApprovalDecision
 from clawlog.events.logging import get_logger
 from clawlog.events.store import DEFAULT_MAX_PAYLOAD_BYTES
 from clawlog.tools.approvals import ApprovalConfig
 
 from ._bridge import Hub, run_in_thread
-from .actor import EventSourcedActor
-from .agents.api import AgentApi
+from .actor import EventSourcedActor, launch
+from .agents.config import AgentConfig
+from .agents.gateway import CallerContext, ToolGateway
+from .agents.handoff import RouteState, route_stream
+from .agents.messages import (
+    AnswerApproval,
+    CancelTurn,
+    GetSessionStatus,
+    SendMessage,
+    SessionStatus,
+)
 from .agents.ports import AgentPorts
-from .agents.supervisor import agent_stream
-from .boundary import Limits
-from .delegation.api import DelegationApi
+from .agents.prompt import PromptBuilder
+from .agents.supervisor import AgentSupervisor, Reconfigure, agent_stream
+from .boundary import (
+    Limits,
+    check_agent_key,
+    check_count,
+    check_decision,
+    check_flag,
+    check_members,
+    check_model,
+    check_name,
+    check_session_key,
+    check_team_id,
+    check_text,
+    check_timeout,
+    check_tools,
+    check_users,
+)
+from .delegation.directory import DelegationDirectory
+from .delegation.link import DelegationLink, link_stream
 from .delegation.ports import DelegationPorts
-from .errors import ArgumentTypeError, SystemClosed
+from .errors import (
+    ActorDead,
+    ArgumentTypeError,
+    InvalidArgument,
+    SystemClosed,
+    UnknownAgent,
+)
 from .guardian import Adopt, Guardian, RecordDeadLetter, guardian_path
 from .hub_store import HubStore
 from .internal import Ready
 from .messages import Message, Request
 from .outbox import Outbox
+from .providers.base import Model
 from .runtime import ActorHandle, Runtime
-from .spawning import launch
 from .supervision import SupervisionPolicy
-from .teams.api import TeamApi
+from .teams.messages import GetBoard, TeamView
+from .teams.prompt import team_md
+from .teams.team import Team, team_stream
+
+if TYPE_CHECKING:
+    from .mcp.api import McpServers
 
 __all__ = ["System"]
 
@@ -51,8 +100,11 @@ R = TypeVar("R")
 _log = get_logger(__name__)
 
 
-class System(AgentApi, TeamApi, DelegationApi):
+class System:
     """A running clawlog: hub, store, guardian and the actors under it."""
+
+    #: Seconds ``send`` waits for a turn to finish unless told otherwise.
+    turn_timeout: float = 600.0
 
     def __init__(self, runtime: Runtime, guardian: ActorHandle[Any]) -> None:
         self.runtime = runtime
@@ -238,8 +290,6 @@ class System(AgentApi, TeamApi, DelegationApi):
             return target
         handle = self.runtime.lookup(target)
         if handle is None:
-            from .errors import ActorDead
-
             self.runtime.dead_letter(target, None, "no such actor")
             raise ActorDead(f"no actor is running for {target!r}")
         return handle
@@ -249,6 +299,397 @@ class System(AgentApi, TeamApi, DelegationApi):
         # The guardian itself may be gone (shutdown): the runtime has logged the letter.
         with contextlib.suppress(pykka.ActorDeadError):
             self.guardian.ref.tell(record)
+
+    # -- agents -------------------------------------------------------------------------
+    async def register_agent(
+        self,
+        config: AgentConfig,
+        model: Model,
+        *,
+        tools: Sequence[Any] = (),
+        gateway: ToolGateway | None = None,
+        prompt: PromptBuilder | None = None,
+    ) -> ActorHandle[Any]:
+        """Register (or reconfigure) an agent. Its config is recorded on ``agent/{key}``.
+
+        ``tools`` adds ``tools.Tool`` objects (file tools, exec, MCP...) to the built-ins.
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError: (a TypeError) ``config`` is no :class:`AgentConfig`,
+                ``model`` no :class:`Model`, or ``tools`` no list.
+            TypeError, ValueError, DuplicateTool, ProtectedName, InvalidSchema: a tool in
+                ``tools`` is no ``tools.Tool``, has an invalid or taken name, or a schema
+                that does not compile (see :meth:`default_gateway`).
+            StreamOwnedElsewhere: another process runs this agent (owns ``agent/{key}``).
+            AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask` (no answer
+                in time; the event store is unreachable; the handler failed).
+        """
+        self._check_open()
+        if not isinstance(config, AgentConfig):
+            raise ArgumentTypeError(
+                "config", f"must be an actors.agents.AgentConfig, not {type(config).__name__}"
+            )
+        check_model(model)
+        check_tools(tools)
+        gateway = gateway or self.default_gateway(config, tools)
+        prompt = prompt or self.prompt_for(config.key)
+        self.runtime.services.setdefault("agent_configs", {})[config.key] = config
+        self.delegation_directory().describe(config)
+        running = self.actor(agent_stream(config.key))
+        if running is not None and running.is_alive():
+            await running.ask(
+                Reconfigure(config=config, model=model, gateway=gateway, prompt=prompt)
+            )
+            return running
+        return await self.spawn(
+            AgentSupervisor,
+            agent_stream(config.key),
+            config=config,
+            model=model,
+            gateway=gateway,
+            prompt=prompt,
+        )
+
+    def prompt_for(self, agent: str) -> PromptBuilder:
+        """The prompt builder of ``agent`` (shared by its sessions; sections can be added).
+        Never raises."""
+        builders: dict[str, PromptBuilder] = self.runtime.services.setdefault("prompts", {})
+        if agent not in builders:
+            builders[agent] = PromptBuilder()
+        return builders[agent]
+
+    def default_gateway(self, config: AgentConfig, extra_tools: Sequence[Any] = ()) -> ToolGateway:
+        """The tool pipeline with clawlog's built-in tools and ``extra_tools``, under the
+        agent's tool policy (profile, allow, deny, subagent and leaf deny lists) and approval
+        configuration (``config.approvals``, else the System's).
+
+        Raises:
+            TypeError: an item of ``extra_tools`` is no ``tools.Tool``.
+            ValueError: a tool's name is not letters, digits, ``_`` and ``-``.
+            DuplicateTool, ProtectedName: (``tools.RegistryError``) two tools share a name,
+                or one takes a built-in's.
+            InvalidSchema: a tool's parameters are not a JSON Schema that compiles.
+        """
+        from clawlog.tools import EchoTool, JsonTool, TimeTool, Tool
+
+        from .agents.actor_tools import ACTOR_TOOLS
+        from .agents.message_tool import MessageTool
+        from .agents.pipeline_gateway import ActorToolAdapter, PipelineGateway
+        from .delegation.tools import DELEGATION_TOOLS
+        from .teams.tools import TEAM_TOOLS
+
+        services, store = self.runtime.services, self.runtime.store
+        actor_tools = (*ACTOR_TOOLS, MessageTool, *TEAM_TOOLS, *DELEGATION_TOOLS)
+        tools: list[Tool] = [ActorToolAdapter(cls(services, store)) for cls in actor_tools]
+        tools += [EchoTool(), TimeTool(), JsonTool(), *extra_tools]
+        return PipelineGateway(
+            config,
+            tools,
+            services=services,
+            policy=self.runtime.services.get("tool_policy"),
+            approvals=config.approvals or self.runtime.services.get("approval_config"),
+            max_result_chars=self.limits.max_tool_result_chars,
+        )
+
+    async def send(
+        self,
+        agent: str,
+        session_key: str,
+        text: str,
+        *,
+        channel: str = "",
+        chat_id: str = "",
+        user: str = "",
+        sender: str = "user",
+        timeout: float | None = None,
+    ) -> str:
+        """Send ``text`` to ``agent`` in ``session_key``; return the turn's reply.
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError: (a TypeError) an argument of the wrong type (names it).
+            InvalidArgument: (a ValueError) an invalid agent key, session key, empty
+                ``text``, a name with control characters or too long, a timeout <= 0.
+            MessageTooLarge: (an InvalidArgument) ``text`` is over
+                ``Limits.max_message_bytes``.
+            UnknownAgent: (an ActorDead) no agent is registered under ``agent``.
+            TurnFailedError: the turn ended without a reply (iteration limit, model error).
+            TurnCancelledError: the turn was cancelled (:meth:`cancel`).
+            AskTimeout: no reply within ``timeout`` (default :attr:`turn_timeout`); the
+                turn goes on (stop it with :meth:`cancel`).
+            ActorUnavailable, ActorCrashed: as :meth:`System.ask`.
+            EventStoreError: with ``channel`` and ``chat_id``, the handoff route could not
+                be read.
+        """
+        self._check_open()
+        limits = self.limits
+        check_agent_key(agent)
+        check_session_key(session_key)
+        check_text(text, limits)
+        for name, value in (("channel", channel), ("chat_id", chat_id), ("user", user)):
+            check_name(value, name, limits)
+        check_name(sender, "sender", limits, required=True)
+        timeout = check_timeout(timeout)
+        if channel and chat_id:  # a handoff route beats normal routing (seed 001 §10)
+            agent = await self.routed_agent(channel, chat_id) or agent
+        supervisor = self._agent(agent)
+        message = SendMessage(
+            session_key=session_key,
+            text=text,
+            sender=sender,
+            channel=channel,
+            chat_id=chat_id,
+            user=user,
+            outbox_kind="reply",
+        )
+        return await supervisor.ask(message, timeout or self.turn_timeout)  # type: ignore[no-any-return]
+
+    async def routed_agent(self, channel: str, chat_id: str) -> str | None:
+        """The agent a handoff routed (channel, chat) to, if any.
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError, InvalidArgument: ``channel`` or ``chat_id`` is not a
+                non-empty name.
+            EventStoreError: the route could not be read.
+        """
+        self._check_open()
+        check_name(channel, "channel", self.limits, required=True)
+        check_name(chat_id, "chat_id", self.limits, required=True)
+        state = RouteState()
+        for recorded in await self.store.read_stream(route_stream(channel, chat_id)):
+            event = recorded.event
+            if isinstance(event, HandoffRouted):
+                state.agent = event.to_agent
+            elif isinstance(event, HandoffCleared):
+                state.agent = None
+        return state.agent
+
+    async def cancel(self, agent: str, session_key: str, *, by: str = "user") -> bool:
+        """Cancel the running turn of a session; False if it had none.
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError, InvalidArgument: an invalid ``agent``, ``session_key`` or
+                ``by`` (names it).
+            UnknownAgent: (an ActorDead) no agent is registered under ``agent``.
+            AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask` (no answer
+                in time; the event store is unreachable; the handler failed).
+        """
+        self._check_open()
+        check_agent_key(agent)
+        check_session_key(session_key)
+        check_name(by, "by", self.limits, required=True)
+        return await self._agent(agent).ask(CancelTurn(session_key=session_key, by=by))  # type: ignore[no-any-return]
+
+    async def approve(
+        self,
+        agent: str,
+        session_key: str,
+        call_id: str,
+        decision: ApprovalDecision,
+        *,
+        by: str = "user",
+    ) -> bool:
+        """Answer a pending approval: ``allow-once``, ``allow-always`` or ``deny``.
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError, InvalidArgument: an invalid ``agent``, ``session_key``,
+                ``call_id``, ``decision`` or ``by`` (names it).
+            UnknownAgent: (an ActorDead) no agent is registered under ``agent``.
+            Rejected: no approval is pending for ``call_id`` in that session (answered,
+                timed out, or never asked).
+            AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask` (no answer
+                in time; the event store is unreachable; the handler failed).
+        """
+        self._check_open()
+        check_agent_key(agent)
+        check_session_key(session_key)
+        check_name(call_id, "call_id", self.limits, required=True)
+        check_decision(decision)
+        check_name(by, "by", self.limits, required=True)
+        request = AnswerApproval(session_key=session_key, call_id=call_id, decision=decision, by=by)
+        return await self._agent(agent).ask(request)  # type: ignore[no-any-return]
+
+    async def session_status(self, agent: str, session_key: str) -> SessionStatus:
+        """What a session is doing (busy, the calls awaiting approval...).
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError, InvalidArgument: an invalid ``agent`` or ``session_key``.
+            UnknownAgent: (an ActorDead) no agent is registered under ``agent``.
+            AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask` (no answer
+                in time; the event store is unreachable; the handler failed).
+        """
+        self._check_open()
+        check_agent_key(agent)
+        check_session_key(session_key)
+        return await self._agent(agent).ask(GetSessionStatus(session_key=session_key))  # type: ignore[no-any-return]
+
+    def _agent(self, agent: str) -> ActorHandle[Any]:
+        check_agent_key(agent)
+        handle = self.actor(agent_stream(agent))
+        if handle is None or not handle.is_alive():
+            self._check_open()  # closing stops every agent: that is not an unknown agent
+            # Recorded as a dead letter on system/guardian, so the log shows the attempt.
+            self.runtime.dead_letter(agent_stream(agent), None, "unknown agent")
+            raise UnknownAgent(agent, self.registered_agents())
+        return handle
+
+    # -- teams --------------------------------------------------------------------------
+    async def create_team(
+        self,
+        team_id: str,
+        *,
+        name: str,
+        lead: str,
+        members: list[tuple[str, str]],
+    ) -> ActorHandle[Any]:
+        """Create (or reopen) a team. Register its agents first: the lead gets TEAM.md.
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError, InvalidArgument: an invalid ``team_id``, ``name``, ``lead``
+                or ``members`` (not (agent key, role) pairs, an agent twice, the lead
+                among them); names the parameter.
+            UnknownAgent: (an ActorDead) the lead or a member is not registered.
+            StreamOwnedElsewhere: another process runs this team (owns ``team/{id}``).
+            AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask`.
+        """
+        self._check_open()
+        check_team_id(team_id)
+        check_name(name, "name", self.limits, required=True)
+        check_agent_key(lead, "lead")
+        members = check_members(members, self.limits)
+        if lead in [m for m, _ in members]:
+            raise InvalidArgument("members", "the lead is not listed among the members")
+        registered = self.registered_agents()
+        for parameter, key in [("lead", lead), *(("members", m) for m, _ in members)]:
+            if key not in registered:
+                raise UnknownAgent(key, registered, parameter)
+        handle = self.actor(team_stream(team_id))
+        if handle is None or not handle.is_alive():
+            handle = await self.spawn(
+                Team,
+                team_stream(team_id),
+                team_id=team_id,
+                name=name,
+                lead=lead,
+                members=[TeamMember(agent=a, role=r) for a, r in members],
+            )
+        view: TeamView = await handle.ask(GetBoard())
+        section_text = team_md(view)
+
+        def section(config: AgentConfig, ctx: CallerContext) -> tuple[str, str] | None:
+            return ("TEAM.md", section_text) if config.key == view.lead else None
+
+        self.prompt_for(view.lead).add_section(f"TEAM.md:{team_id}", section)
+        self.runtime.services.setdefault("teams_by_agent", {}).setdefault(view.lead, set()).add(
+            team_id
+        )
+        for agent, _ in view.members:
+            self.runtime.services["teams_by_agent"].setdefault(agent, set()).add(team_id)
+        return handle
+
+    async def team_board(self, team_id: str) -> TeamView:
+        """The team's members and task board.
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError, InvalidArgument: an invalid ``team_id``.
+            ActorDead: no team ``team_id`` was created in this process.
+            AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask`.
+        """
+        self._check_open()
+        check_team_id(team_id)
+        handle = self.actor(team_stream(team_id))
+        if handle is None:
+            raise ActorDead(f"unknown team {team_id!r}: create it with system.create_team()")
+        return await handle.ask(GetBoard())  # type: ignore[no-any-return]
+
+    # -- delegation ---------------------------------------------------------------------
+    def delegation_directory(self) -> DelegationDirectory:
+        """Link targets for DELEGATION.md and delegate_search. Set ``.embedder`` to rank by
+        meaning too (before registering agents, so their descriptions are embedded).
+        Never raises."""
+        directory = self.runtime.services.get("delegation_directory")
+        if directory is None:
+            directory = self.runtime.services["delegation_directory"] = DelegationDirectory()
+        return directory  # type: ignore[no-any-return]
+
+    async def link_agents(
+        self,
+        source: str,
+        target: str,
+        *,
+        max_concurrent: int = 5,
+        user_allow: list[str] | None = None,
+        user_deny: list[str] | None = None,
+        bidirectional: bool = False,
+        enabled: bool = True,
+    ) -> list[ActorHandle[Any]]:
+        """Allow ``source`` to delegate to ``target`` (and back, if bidirectional).
+
+        Register both agents first. Returns the link actors (one per direction).
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError, InvalidArgument: an invalid ``source``, ``target``,
+                ``max_concurrent`` (an int >= 1), ``user_allow``, ``user_deny``,
+                ``bidirectional`` or ``enabled``, or ``source == target``; names it.
+            UnknownAgent: (an ActorDead) ``source`` or ``target`` is not registered.
+            StreamOwnedElsewhere: another process runs this link (owns its stream).
+            AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask`.
+        """
+        self._check_open()
+        check_agent_key(source, "source")
+        check_agent_key(target, "target")
+        if source == target:
+            raise InvalidArgument("target", "an agent cannot be linked to itself")
+        check_count(max_concurrent, "max_concurrent")
+        user_allow = check_users(user_allow, "user_allow", self.limits)
+        user_deny = check_users(user_deny, "user_deny", self.limits)
+        check_flag(bidirectional, "bidirectional")
+        check_flag(enabled, "enabled")
+        registered = self.registered_agents()
+        for parameter, key in (("source", source), ("target", target)):
+            if key not in registered:
+                raise UnknownAgent(key, registered, parameter)
+        pairs = [(source, target)] + ([(target, source)] if bidirectional else [])
+        handles = []
+        for src, dst in pairs:
+            configured = LinkConfigured(
+                source=src,
+                target=dst,
+                max_concurrent=max_concurrent,
+                user_allow=list(user_allow or []),
+                user_deny=list(user_deny or []),
+                enabled=enabled,
+            )
+            running = self.actor(link_stream(src, dst))
+            if running is not None and running.is_alive():
+                running.stop()
+            handles.append(
+                await self.spawn(DelegationLink, link_stream(src, dst), configured=configured)
+            )
+            directory = self.delegation_directory()
+            directory.add_link(src, dst)
+            self.prompt_for(src).add_section("DELEGATION.md", directory.prompt_section)
+        return handles
+
+    # -- MCP servers --------------------------------------------------------------------
+    @property
+    def mcp(self) -> McpServers:
+        """The MCP servers of this System: ``await system.mcp.add(McpServerConfig(...))``,
+        ``system.mcp.gateway(config)`` (see :class:`actors.mcp.McpServers`). Created on
+        first use, the same object ``actors.mcp.mcp_servers(system)`` returns; never raises.
+        """
+        # Imported here: the MCP package (the mcp SDK) loads only for a System that uses it.
+        from .mcp.api import mcp_servers
+
+        return mcp_servers(self)
 
     # -- the outbox ---------------------------------------------------------------------
     def outbox(

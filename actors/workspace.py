@@ -48,7 +48,7 @@ from clawlog.tools.workspace import workspace_tools as file_tools
 
 from .agents.config import AgentConfig, validate_agent_key
 from .agents.prompt import PromptBuilder
-from .agents.session_lifecycle import SESSION_END_HOOKS
+from .agents.session import SESSION_END_HOOKS
 from .errors import ArgumentTypeError, SystemClosed, UnknownAgent
 from .providers.base import Model
 from .runtime import ActorHandle

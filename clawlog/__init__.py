@@ -71,9 +71,9 @@ _EXPORTS: dict[str, str] = {
     "ToolContext": "clawlog.tools",
     "ToolError": "clawlog.tools",
     "ToolResult": "clawlog.tools",
-    "CommandCheck": "clawlog.tools.exec",
+    "CommandCheck": "clawlog.tools.command_check",
     "ExecConfig": "clawlog.tools.exec",
-    "check_command": "clawlog.tools.exec",
+    "check_command": "clawlog.tools.command_check",
     "SandboxConfig": "clawlog.tools.sandbox",
     "WorkspaceConfig": "clawlog.tools.workspace",
     # workspaces: file, exec and sandbox tools for agents
@@ -180,7 +180,8 @@ if TYPE_CHECKING:
         ToolError,
         ToolResult,
     )
-    from clawlog.tools.exec import CommandCheck, ExecConfig, check_command
+    from clawlog.tools.command_check import CommandCheck, check_command
+    from clawlog.tools.exec import ExecConfig
     from clawlog.tools.sandbox import SandboxConfig
     from clawlog.tools.workspace import WorkspaceConfig
 else:

@@ -2,11 +2,18 @@
 
 async with await open_store("clawlog.db") as store:
     recorded = await store.append("session/main/u1", [event], expected_version=NO_STREAM)
+
+Backends load when opened (``open_store``) or when their name is first used here, so
+``from clawlog.events import Event`` does not import aiosqlite or the SQLite writer.
+``clawlog.events.testing`` holds the store contract suite for third-party backends.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .backends.base import ANY, NO_STREAM, StorageBackend
-from .backends.memory import MemoryBackend
-from .backends.sqlite import SqliteBackend
 from .base import Event, UnknownEvent, event_tag
 from .domain import all_event_classes, default_registry
 from .envelope import EventMetadata, RecordedEvent
@@ -65,3 +72,25 @@ __all__ = [
     "open_store",
     "validate_stream",
 ]
+
+# Backends by name, imported on first use (PEP 562).
+_BACKENDS = {
+    "MemoryBackend": "clawlog.events.backends.memory",
+    "SqliteBackend": "clawlog.events.backends.sqlite",
+}
+
+if TYPE_CHECKING:
+    from .backends.memory import MemoryBackend
+    from .backends.sqlite import SqliteBackend
+else:
+
+    def __getattr__(name: str) -> Any:
+        module = _BACKENDS.get(name)
+        if module is None:
+            raise AttributeError(f"module 'clawlog.events' has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(globals()) | set(__all__))

@@ -1,4 +1,8 @@
-"""Open an event store from a location string."""
+"""Open an event store from a location string.
+
+A backend's module is imported when a location names it, so importing this module loads
+no database driver.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from .backends.base import StorageBackend
-from .backends.memory import MemoryBackend
-from .backends.sqlite import SqliteBackend
 from .domain import default_registry
 from .errors import MissingDependency
 from .registry import EventRegistry
@@ -20,6 +22,8 @@ def backend_for(location: str | Path, **options: Any) -> StorageBackend:
     """The backend a location names: ``memory:``, ``postgresql://…`` or an SQLite path."""
     text = str(location)
     if text == "memory:":
+        from .backends.memory import MemoryBackend
+
         return MemoryBackend()
     if text.startswith(("postgresql://", "postgres://")):
         try:
@@ -33,6 +37,8 @@ def backend_for(location: str | Path, **options: Any) -> StorageBackend:
         raise ValueError(
             f"not a store location: {text!r} (an SQLite path, memory: or postgresql://)"
         )
+    from .backends.sqlite import SqliteBackend
+
     return SqliteBackend(Path(text), **options)
 
 

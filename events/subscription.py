@@ -3,6 +3,9 @@
 A subscription always reads from the store by position, so the switch from catching up
 to following live can neither skip nor repeat an event: it only changes how long the
 next read waits. Backends guarantee positions become visible in order.
+
+A subscription reads through the small :class:`EventSource` interface, which
+:class:`events.store.EventStore` satisfies, so this module does not import the store.
 """
 
 from __future__ import annotations
@@ -11,18 +14,35 @@ import asyncio
 from collections import deque
 from collections.abc import Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from .backends.base import StorageBackend
 from .envelope import RecordedEvent
 from .errors import StoreClosed, StoreUnavailable
 from .logging import get_logger
 
-if TYPE_CHECKING:
-    from .store import EventStore
-
-__all__ = ["Subscription"]
+__all__ = ["EventSource", "Subscription"]
 
 _log = get_logger(__name__)
+
+
+class EventSource(Protocol):
+    """What a subscription reads: decoded events by position, and the backend to wait on."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def backend(self) -> StorageBackend: ...
+
+    async def read_all(
+        self,
+        from_position: int = 1,
+        limit: int = 1000,
+        *,
+        stream_prefix: str | None = None,
+        types: Sequence[str] | None = None,
+    ) -> list[RecordedEvent]: ...
 
 
 class Subscription:
@@ -30,7 +50,7 @@ class Subscription:
 
     def __init__(
         self,
-        store: EventStore,
+        store: EventSource,
         from_position: int,
         stream_prefix: str | None,
         types: Sequence[str] | None,

@@ -19,15 +19,6 @@ from .errors import (
     ReadModelsUnavailable,
 )
 from .models.actors import ActorIncident, ActorLifecycle, ActorLifecycleReader, ActorSummary
-from .models.boards_routes import (
-    BoardTask,
-    HandoffRoute,
-    HandoffRouteReader,
-    HandoffRoutes,
-    TaskBoard,
-    TaskBoardReader,
-    TaskBoards,
-)
 from .models.catalog import StreamCatalog, StreamCatalogReader, StreamInfo
 from .models.delegations import (
     DelegationReader,
@@ -38,6 +29,7 @@ from .models.delegations import (
     SubagentTasks,
     overdue_delegations,
 )
+from .models.handoff_routes import HandoffRoute, HandoffRouteReader, HandoffRoutes
 from .models.mcp_health import (
     McpGrantRow,
     McpHealth,
@@ -46,6 +38,7 @@ from .models.mcp_health import (
     McpToolRow,
 )
 from .models.session_history import HistoryEntry, SessionHistory, SessionHistoryReader
+from .models.task_boards import BoardTask, TaskBoard, TaskBoardReader, TaskBoards
 from .models.tool_audit import AuditedCall, AuditReason, ToolAudit, ToolAuditReader
 from .readers import Reader, ReadModels, open_read_models
 from .rebuild import rebuild

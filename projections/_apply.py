@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -38,8 +38,7 @@ class ProjectionStatus(msgspec.Struct, frozen=True):
     name: str
     version: int
     position: int
-    #: ok | failed
-    status: str
+    status: Literal["ok", "failed"]
     error: str | None = None
     failed_at: int | None = None
 

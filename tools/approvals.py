@@ -63,7 +63,7 @@ _SHELL_META = set(";&|$`<>\n(){}")
 class ApprovalConfig(msgspec.Struct, frozen=True, kw_only=True):
     """When a tool call waits for a person (the table above). System-wide with
     ``System.open(approvals=...)``, per agent with ``AgentConfig(approvals=...)``; ask
-    :func:`tools.exec.check_command` what it means for a shell command. Wrong values
+    :func:`tools.command_check.check_command` what it means for a shell command. Wrong values
     raise ValueError (or TypeError) naming the field."""
 
     security: Security = "full"

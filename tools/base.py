@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from clawlog.events.domain.tool import ToolDomain
 
 from .context import ToolContext
 from .result import ToolResult
 
 __all__ = ["BaseTool", "FunctionTool", "Tool", "ToolDomain"]
-
-#: orchestrator: runs in the clawlog process; container: meant for the Docker sandbox.
-ToolDomain = Literal["orchestrator", "container"]
 
 DEFAULT_TIMEOUT_S = 60.0
 EMPTY_OBJECT_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}

@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from clawlog.events import Event
+from clawlog.events.domain.tool import RefusalStep
 
 from .base import Tool
 from .context import ToolContext
@@ -74,7 +75,7 @@ class Refused(msgspec.Struct, frozen=True, kw_only=True):
 
     events: list[Event]
     result: ToolResult
-    step: str
+    step: RefusalStep
 
 
 class NeedsApproval(msgspec.Struct, frozen=True, kw_only=True):

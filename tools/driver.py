@@ -13,7 +13,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 from clawlog.events import Event, EventStore
-from clawlog.events.domain.tool import ToolCallCompleted, ToolCallFailed, ToolCallRefused
+from clawlog.events.domain.tool import (
+    ApprovalOutcome,
+    ToolCallCompleted,
+    ToolCallFailed,
+    ToolCallRefused,
+)
 
 from .context import ToolContext
 from .decisions import ApprovalRequest, NeedsApproval, Refused
@@ -29,8 +34,8 @@ __all__ = [
     "run_tool_call",
 ]
 
-#: Answers an approval request: allow-once | allow-always | deny (or "timeout").
-Approver = Callable[[ApprovalRequest], Awaitable[str]]
+#: Answers an approval request (``"timeout"`` counts as deny).
+Approver = Callable[[ApprovalRequest], Awaitable[ApprovalOutcome]]
 
 
 class EventSink(Protocol):
@@ -89,7 +94,7 @@ async def run_tool_call(
     return outcome.result
 
 
-async def _ask(request: ApprovalRequest, approver: Approver | None) -> tuple[str, str]:
+async def _ask(request: ApprovalRequest, approver: Approver | None) -> tuple[ApprovalOutcome, str]:
     if approver is None:
         return "deny", "nobody (no approver configured)"
     try:

@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from clawlog.events.domain.tool import LoopPattern
+
 __all__ = ["LoopDetectionConfig", "LoopDetector", "LoopVerdict"]
 
 Level = Literal["ok", "warning", "critical", "circuit_breaker"]
@@ -49,8 +51,8 @@ class LoopDetectionConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 class LoopVerdict(msgspec.Struct, frozen=True, kw_only=True):
     level: Level = "ok"
-    #: generic_repeat | poll_no_progress | ping_pong | circuit_breaker
-    pattern: str = ""
+    #: The repetition that set ``level`` ("" when ``ok``).
+    pattern: LoopPattern | Literal[""] = ""
     count: int = 0
     message: str = ""
 
@@ -141,7 +143,7 @@ class LoopDetector:
         self, entries: list[_Entry], signature: tuple[str, int], tool: str, polls: bool
     ) -> LoopVerdict:
         cfg = self.config
-        found: list[tuple[str, int]] = []
+        found: list[tuple[LoopPattern, int]] = []
         if cfg.generic_repeat and not polls:
             found.append(("generic_repeat", 1 + sum(e.signature == signature for e in entries)))
         if cfg.poll_no_progress and polls:
@@ -215,7 +217,7 @@ def _ping_pong_count(entries: list[_Entry], signature: tuple[str, int]) -> int:
     return count if count >= 3 else 1
 
 
-def _message(level: Level, pattern: str, tool: str, count: int, history: int) -> str:
+def _message(level: Level, pattern: LoopPattern, tool: str, count: int, history: int) -> str:
     what = {
         "generic_repeat": f"called {tool} with the same arguments {count} times in your last "
         f"{history} tool calls",

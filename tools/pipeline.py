@@ -20,6 +20,7 @@ import msgspec
 
 from clawlog.events import Event
 from clawlog.events.domain.tool import (
+    ApprovalOutcome,
     ToolAllowlistChanged,
     ToolApprovalDecided,
     ToolApprovalRequested,
@@ -182,7 +183,7 @@ class ToolPipeline:
                 rule=f"{loop.pattern} x{loop.count} ({loop.level})",
             )
         events: list[Event] = [requested]
-        if loop.level == "warning":
+        if loop.level == "warning" and loop.pattern:
             events.append(
                 ToolLoopWarning(
                     call_id=call_id,
@@ -245,7 +246,7 @@ class ToolPipeline:
         return NeedsApproval(events=events, request=request)
 
     def decide_approval(
-        self, request: ApprovalRequest, decision: str, by: str = ""
+        self, request: ApprovalRequest, decision: ApprovalOutcome, by: str = ""
     ) -> Refused | Ready:
         """Apply a person's answer (or ``"timeout"``) to a pending request."""
         if decision not in DECISIONS:

@@ -8,7 +8,7 @@ only records their refusal the same way for all of them.
 from __future__ import annotations
 
 from clawlog.events import Event
-from clawlog.events.domain.tool import ToolCallRefused
+from clawlog.events.domain.tool import RefusalStep, ToolCallRefused
 from clawlog.events.logging import get_logger
 
 from .context import ToolContext
@@ -30,7 +30,7 @@ class Refuser:
 
     def __call__(
         self,
-        step: str,
+        step: RefusalStep,
         kind: ErrorKind,
         reason: str,
         for_llm: str,

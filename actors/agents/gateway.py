@@ -14,6 +14,7 @@ import msgspec
 
 from clawlog.events import Event
 from clawlog.events.domain.session import ChatMessage, ToolCall
+from clawlog.events.domain.tool import ApprovalOutcome
 
 from ..providers.base import ToolSpec
 
@@ -67,7 +68,9 @@ class ToolGateway(Protocol):
         """Execute a ready call on the hub. Never raises: failures become events."""
         ...
 
-    def decide(self, ctx: CallerContext, ticket: Any, decision: str, by: str) -> GateStep:
+    def decide(
+        self, ctx: CallerContext, ticket: Any, decision: ApprovalOutcome, by: str
+    ) -> GateStep:
         """Apply an approval decision: allow-once | allow-always | deny | timeout."""
         ...
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
+from clawlog.events.domain.tool import ApprovalDecision
+
 from ..messages import Message, Request
 
 __all__ = [
@@ -15,6 +17,7 @@ __all__ = [
     "ResumeTurn",
     "SendMessage",
     "SessionStatus",
+    "SettleTurn",
 ]
 
 
@@ -44,8 +47,7 @@ class CancelTurn(Request[bool], frozen=True, kw_only=True):
 class AnswerApproval(Request[bool], frozen=True, kw_only=True):
     session_key: str
     call_id: str
-    #: allow-once | allow-always | deny
-    decision: str
+    decision: ApprovalDecision
     by: str = "user"
 
 
@@ -56,6 +58,11 @@ class ApprovalTimedOut(Message, frozen=True, kw_only=True):
 
 class ResumeTurn(Message, frozen=True, kw_only=True):
     """Sent to itself by a Session that found an unfinished turn in its stream."""
+
+
+class SettleTurn(Message, frozen=True, kw_only=True):
+    """Sent to itself by a Session: record the end of a turn a store failure ended, then
+    serve the queued messages."""
 
 
 class PostMessage(Request[int], frozen=True, kw_only=True):

@@ -9,19 +9,21 @@ the pipeline's approval state (allow-always lists survive restarts that way).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
 from clawlog.events import Event
 from clawlog.events.domain.session import ChatMessage, ToolCall
 from clawlog.events.domain.tool import (
+    ApprovalOutcome,
     ToolAllowlistChanged,
     ToolApprovalDecided,
     ToolApprovalRequested,
     ToolCallCompleted,
     ToolCallFailed,
     ToolCallRefused,
+    ToolDomain,
 )
 from clawlog.tools import (
     ApprovalConfig,
@@ -51,7 +53,7 @@ class ActorToolAdapter:
     """An :class:`ActorTool` as a ``tools`` Tool; its ``Rejected`` becomes a tool error."""
 
     timeout = 600.0
-    domain = "orchestrator"
+    domain: ClassVar[ToolDomain] = "orchestrator"
     owner_only = False
     requires_sanitization = False
     requires_approval = False
@@ -146,7 +148,9 @@ class PipelineGateway:
         outcome = await self.pipeline.execute(ticket)
         return GateResult(events=list(outcome.events))
 
-    def decide(self, ctx: CallerContext, ticket: Any, decision: str, by: str) -> GateStep:
+    def decide(
+        self, ctx: CallerContext, ticket: Any, decision: ApprovalOutcome, by: str
+    ) -> GateStep:
         return _step(self.pipeline.decide_approval(ticket, decision, by))
 
     def interrupted(self, ctx: CallerContext, call_id: str, name: str, reason: str) -> list[Event]:

@@ -120,8 +120,8 @@ class AgentPorts:
         )
 
     async def _route(self, channel: str, chat_id: str) -> ActorHandle[Any]:
+        from ..actor import launch
         from ..internal import Ready
-        from ..spawning import launch
 
         path = route_stream(channel, chat_id)
         handle = self._runtime.lookup(path)

@@ -4,6 +4,12 @@ user message → build the prompt → model call (on the hub) → tool calls (ga
 here, execute on the hub) → results → next iteration, up to the iteration limit. Every
 step is an event on ``session/{agent}/{key}``; the actor stays responsive throughout
 (cancel, approvals and status are handled while a model or tool call is in flight).
+
+Outside a normal turn, the same class handles cancel, stop (the ``SESSION_END_HOOKS``
+registered in ``runtime.services`` release what tools keep per session), a crash and
+restart (the turn in flight ends as ``crashed``), and the resume of a turn found
+unfinished in the stream after a process restart. A turn a store failure ended is
+settled (its end recorded) once the store answers again, with backoff.
 """
 
 from __future__ import annotations
@@ -31,13 +37,21 @@ from clawlog.events.domain.session import (
     ModelRequested,
     SessionStarted,
     ToolCall,
+    TurnCancelled,
     TurnCompleted,
     TurnFailed,
     TurnStarted,
 )
+from clawlog.events.domain.tool import ApprovalOutcome
 
 from ..actor import DEFERRED, EventSourcedActor
-from ..errors import ActorUnavailable, Rejected, TurnFailedError
+from ..errors import (
+    ActorDead,
+    ActorUnavailable,
+    Rejected,
+    TurnCancelledError,
+    TurnFailedError,
+)
 from ..messages import Message, Piped
 from ..providers.base import Model, ModelReply, ModelRequest
 from .config import AgentConfig
@@ -51,13 +65,16 @@ from .messages import (
     ResumeTurn,
     SendMessage,
     SessionStatus,
+    SettleTurn,
 )
 from .posting import message_posted
 from .prompt import PromptBuilder
-from .session_lifecycle import SettleTurn, TurnLifecycle
 from .session_state import SessionState, apply_session_event
 
-__all__ = ["Session", "session_stream"]
+__all__ = ["SESSION_END_HOOKS", "Session", "session_stream"]
+
+#: ``runtime.services`` key: callables ``(agent, session_key)`` a stopping Session calls.
+SESSION_END_HOOKS = "session_end_hooks"
 
 
 def session_stream(agent: str, session_key: str) -> str:
@@ -76,7 +93,7 @@ class _Active:
         self.resumed = False
 
 
-class Session(TurnLifecycle, EventSourcedActor[SessionState]):
+class Session(EventSourcedActor[SessionState]):
     #: Why the end of a failed turn is not recorded yet (the store is unreachable).
     _settle_error: StoreUnavailable | None
     #: The turn id of a told message put back at the head of the queue: the store could
@@ -335,7 +352,7 @@ class Session(TurnLifecycle, EventSourcedActor[SessionState]):
             self.emit(events, correlation_id=turn.turn_id)
         self._continue_if_done()
 
-    def _on_approval(self, call_id: str, decision: str, by: str) -> bool:
+    def _on_approval(self, call_id: str, decision: ApprovalOutcome, by: str) -> bool:
         turn, active = self.state.turn, self._active
         if turn is None or active is None or call_id not in active.tickets:
             raise Rejected(f"no approval is pending for call {call_id!r}")
@@ -397,6 +414,124 @@ class Session(TurnLifecycle, EventSourcedActor[SessionState]):
     # -- helpers ------------------------------------------------------------------------
     def _posted(self, text: str, kind: str, **where: Any) -> Event:
         return message_posted(self.config.key, self.session_key, self.state, text, kind, **where)
+
+    # -- cancel, stop, crash and restart ------------------------------------------------
+    def on_recovered(self, restarted: bool) -> None:
+        if not restarted:
+            if self.state.turn is not None:
+                self.actor_ref.tell(ResumeTurn())
+            return
+        # A crash in this process: do not replay into the same crash. The sender hears it
+        # first (even if the store cannot take the turn's end now), and the turn ends.
+        turn, active = self.state.turn, self._active
+        message = "the session crashed and restarted"
+        self._active, self._unsettled = None, None  # the stream was just read again
+        if active is not None:
+            for future in active.futures.values():
+                future.cancel()
+            if active.reply is not None:  # the sender is still waiting for this turn
+                active.reply.set_error(TurnFailedError("crashed", message))
+        if turn is not None:
+            self._close_open_calls("the session crashed during this call")
+            self.emit(
+                [TurnFailed(turn_id=turn.turn_id, reason="crashed", message=message)],
+                correlation_id=turn.turn_id,
+            )
+        self.actor_ref.tell(SettleTurn())  # then the queued messages, each in its own step
+
+    def on_stop(self) -> None:
+        active, queued = self._active, list(self._queue)
+        self._active = None
+        self._queue.clear()
+        if active is not None:
+            for future in active.futures.values():
+                future.cancel()
+            if active.reply is not None:
+                active.reply.set_error(
+                    ActorDead(
+                        f"{self.path} stopped during the turn; it is in the log and resumes when "
+                        "the session starts again"
+                    )
+                )
+        for _, reply in queued:
+            if reply is not None:
+                reply.set_error(ActorDead(f"{self.path} stopped before this message's turn began"))
+        # The session ended: what tools keep per session (background processes, a sandbox
+        # container) is released by the hooks registered here (actors.workspace).
+        for hook in list(self.runtime.services.get(SESSION_END_HOOKS, ())):
+            try:
+                hook(self.config.key, self.session_key)
+            except Exception as exc:
+                self.log.warning("session end hook failed", error=str(exc))
+        super().on_stop()
+
+    def _cancel(self, by: str) -> bool:
+        turn, active = self.state.turn, self._active
+        if turn is None:
+            return False
+        if active is not None:
+            for future in active.futures.values():
+                future.cancel()
+        self._close_open_calls(f"cancelled by {by}")
+        self.emit([TurnCancelled(turn_id=turn.turn_id, by=by)], correlation_id=turn.turn_id)
+        self._active = None
+        if active is not None and active.reply is not None:
+            active.reply.set_error(TurnCancelledError(f"the turn was cancelled by {by}"))
+        self._next_turn()
+        return True
+
+    def _close_open_calls(self, reason: str, keep: frozenset[str] = frozenset()) -> None:
+        turn = self.state.turn
+        if turn is None:
+            return
+        ctx = self.caller()
+        events: list[Event] = []
+        for call_id, name in list(turn.pending_calls.items()):
+            if call_id not in keep:
+                events.extend(self._gateway.interrupted(ctx, call_id, name, reason))
+        if events:
+            self.emit(events, correlation_id=turn.turn_id)
+
+    def _resume_turn(self) -> None:
+        """Continue a turn found unfinished after a process restart (nobody awaits it).
+
+        Calls that were running are recorded as interrupted (they may or may not have
+        had their effect, and are not run twice); calls waiting for an approval wait
+        again; a model reply that ended the turn but was not yet recorded as its end
+        completes it."""
+        turn = self.state.turn
+        if turn is None or self._active is not None:
+            return
+        self._active = _Active(turn.turn_id, None)
+        self._active.resumed = True
+        if turn.sender.startswith("delegate:"):
+            # Its link records the delegation as interrupted when it starts again and tells
+            # the source so: finishing the turn here would do the work a second time for
+            # nobody. It ends as interrupted instead.
+            self._close_open_calls("interrupted by a restart; the call may not have finished")
+            self._fail_turn(
+                "interrupted", "a restart interrupted this delegated turn; its link records it"
+            )
+            return
+        self.log.info("resuming an interrupted turn", turn_id=turn.turn_id)
+        if turn.awaiting == "done":
+            last = next(m for m in reversed(self.state.messages) if m.role == "assistant")
+            self._complete_turn(last.content)
+            return
+        waiting = frozenset(turn.awaiting_approval)
+        self._close_open_calls(
+            "interrupted by a restart; the call may not have finished", keep=waiting
+        )
+        if waiting:
+            calls = next(m for m in reversed(self.state.messages) if m.role == "assistant")
+            ctx = self.caller()
+            for tool_call in calls.tool_calls:
+                if tool_call.id in waiting:
+                    step = self._gateway.begin(ctx, tool_call)
+                    if step.outcome == "approval":  # already recorded: only wait again
+                        step = msgspec.structs.replace(step, events=[])
+                    self._apply_gate(tool_call.id, step)
+        self._continue_if_done()
 
     # -- failures inside a turn ---------------------------------------------------------
     def _abort_turn(self, exc: Exception) -> TurnFailedError:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
 
 import msgspec
 
@@ -21,6 +20,7 @@ from clawlog.events.domain.agent import (
     SubagentAnnounced,
     SubagentArchived,
     SubagentFinished,
+    SubagentMode,
     SubagentRefused,
     SubagentSpawned,
     SubagentSteered,
@@ -51,7 +51,7 @@ class SubagentInfo(msgspec.Struct, kw_only=True):
     parent_key: str = ""
     label: str = ""
     depth: int = 1
-    mode: str = "async"
+    mode: SubagentMode = "async"
     status: str = "running"
     result: str = ""
     error: str = ""
@@ -100,8 +100,8 @@ class SpawnSubagent(Request[SubagentInfo], frozen=True, kw_only=True):
     depth: int
     task: str
     label: str = ""
-    #: async: reply at once, announce later | sync: reply when the task finishes
-    mode: str = "async"
+    #: async: reply at once, announce later; sync: reply when the task finishes.
+    mode: SubagentMode = "async"
 
 
 class ListSubagents(Request["list[SubagentInfo]"], frozen=True, kw_only=True):
@@ -141,25 +141,6 @@ class Subagent(Session):
     """A Session spawned by a parent session; its stream is ``subagent/{id}``."""
 
     kind = "subagent"
-
-
-class _DoneReply:
-    """Reply object for a subagent's single turn: tells the supervisor how it ended."""
-
-    def __init__(self, supervisor: Any, task_id: str) -> None:
-        self._supervisor = supervisor
-        self._task_id = task_id
-
-    def set(self, value: Any) -> None:
-        self._supervisor.tell(
-            SubagentDone(task_id=self._task_id, status="completed", result=str(value))
-        )
-
-    def set_error(self, error: BaseException) -> None:
-        from ..errors import TurnCancelledError
-
-        status = "cancelled" if isinstance(error, TurnCancelledError) else "failed"
-        self._supervisor.tell(SubagentDone(task_id=self._task_id, status=status, error=str(error)))
 
 
 def new_task_id() -> str:

@@ -4,6 +4,9 @@
 (case-insensitive prefix). The reviewer's turn carries ``skip_hooks``, so delegations it
 makes run no gates (the recursion guard). ``command`` gates run a shell command with the
 result on stdin: exit 0 passes, stderr is the feedback.
+
+The link runs :func:`evaluate_gates` on a result and applies what :func:`gate_decision`
+makes of the verdicts: deliver, fail, or retry with the feedback (:func:`revision_prompt`).
 """
 
 from __future__ import annotations
@@ -12,18 +15,89 @@ import asyncio
 import os
 from typing import Any
 
+from clawlog.events.domain.delegation import (
+    DelegationCompleted,
+    DelegationFailed,
+    DelegationRetried,
+)
 from clawlog.tools.deny import match_deny_pattern
 
 from ..agents.config import QualityGate
 from ..agents.messages import SendMessage
+from .messages import DelegationInfo
 
-__all__ = ["evaluate_gate", "gate_name", "parse_verdict"]
+__all__ = [
+    "Verdict",
+    "evaluate_gate",
+    "evaluate_gates",
+    "gate_decision",
+    "gate_name",
+    "gates_for",
+    "parse_verdict",
+    "revision_prompt",
+]
 
 _SAFE_ENV = ("PATH", "LANG", "LC_ALL", "HOME", "TZ")
+
+#: One gate's verdict on a result: the gate, whether it passed, its feedback.
+Verdict = tuple[QualityGate, bool, str]
 
 
 def gate_name(gate: QualityGate) -> str:
     return f"{gate.type}:{gate.agent or gate.command[:40]}"
+
+
+def gates_for(info: DelegationInfo, agent_configs: dict[str, Any]) -> list[QualityGate]:
+    """The gates the source agent puts on its delegations' results (none with skip_hooks)."""
+    if info.skip_hooks:
+        return []
+    config = agent_configs.get(info.source)
+    return [
+        g for g in (config.quality_gates if config else []) if g.event == "delegation.completed"
+    ]
+
+
+async def evaluate_gates(
+    gates: list[QualityGate], info: DelegationInfo, result: str, runtime: Any
+) -> tuple[int, list[Verdict]]:
+    """Every gate's verdict on ``result``, in order, with the attempt they judged."""
+    verdicts = []
+    for gate in gates:
+        passed, feedback = await evaluate_gate(
+            gate, result, info.task, runtime, info.delegation_id, info.attempts
+        )
+        verdicts.append((gate, passed, feedback))
+    return info.attempts, verdicts
+
+
+def gate_decision(
+    info: DelegationInfo, verdicts: list[Verdict], at: float
+) -> DelegationCompleted | DelegationFailed | DelegationRetried:
+    """What the verdicts decide: deliver the result when no blocking gate failed; else
+    retry with the first blocking gate's feedback, or fail once its retries are spent."""
+    blocking = [(g, f) for g, p, f in verdicts if not p and g.block_on_failure]
+    if not blocking:
+        return DelegationCompleted(delegation_id=info.delegation_id, result=info.result, at=at)
+    gate, feedback = blocking[0]
+    if info.attempts > gate.max_retries:
+        return DelegationFailed(
+            delegation_id=info.delegation_id,
+            reason="gate_rejected",
+            message=f"{gate_name(gate)} rejected the result after {info.attempts} "
+            f"attempt(s): {feedback}",
+            at=at,
+        )
+    return DelegationRetried(
+        delegation_id=info.delegation_id, attempt=info.attempts + 1, feedback=feedback
+    )
+
+
+def revision_prompt(task: str, feedback: str) -> str:
+    """The target's next turn after a gate rejected its result."""
+    return (
+        f"Your previous result was rejected by a quality check. Feedback: "
+        f"{feedback}\n\nRevise it. The task was: {task}"
+    )
 
 
 def parse_verdict(text: str) -> tuple[bool, str]:

@@ -5,6 +5,10 @@ the link records it and the caller gets an error result that says so: a sync cal
 its reply, an async caller as a ``delegate:{id}`` message in its session. A delegation
 found running when the link starts after a restart is recorded as interrupted and its
 caller told, so no delegated result is ever silently lost.
+
+A result the source agent's quality gates must pass first is piped through
+:func:`~actors.delegation.gates.evaluate_gates`; the link records the verdicts and applies
+what :func:`~actors.delegation.gates.gate_decision` makes of them (deliver, retry, fail).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from clawlog.events.domain.delegation import (
     DelegationFailed,
     DelegationRefused,
     DelegationRequested,
+    DelegationRetried,
+    GateEvaluated,
     LinkConfigured,
 )
 
@@ -29,7 +35,7 @@ from ..actor import DEFERRED, EventSourcedActor
 from ..agents.messages import CancelTurn, SendMessage
 from ..errors import ActorDead, Rejected
 from ..messages import Message, Piped
-from .gate_flow import GateFlow
+from .gates import evaluate_gates, gate_decision, gate_name, gates_for, revision_prompt
 from .messages import (
     CancelDelegation,
     DeadlineReached,
@@ -78,7 +84,7 @@ class _TurnReply:
         )
 
 
-class DelegationLink(GateFlow, EventSourcedActor[LinkState]):
+class DelegationLink(EventSourcedActor[LinkState]):
     kind = "link"
     snapshot_every = 500
 
@@ -274,7 +280,7 @@ class DelegationLink(GateFlow, EventSourcedActor[LinkState]):
                 ),
             )
             return
-        gates = self._gates(info)
+        gates = gates_for(info, self.runtime.services.get("agent_configs", {}))
         if not gates:
             self._finish(
                 info,
@@ -284,7 +290,48 @@ class DelegationLink(GateFlow, EventSourcedActor[LinkState]):
             )
             return
         info.result = outcome.text
-        self.pipe(self._evaluate(gates, info, outcome.text), "gate", key=info.delegation_id)
+        self.pipe(
+            evaluate_gates(gates, info, outcome.text, self.runtime), "gate", key=info.delegation_id
+        )
+
+    def _on_gate(self, message: Piped) -> None:
+        """The gates' verdicts on a result: recorded, then applied."""
+        info = self.state.delegations.get(message.key)
+        if info is None or info.status != "running":
+            return
+        if message.error is not None:
+            self._finish(
+                info,
+                DelegationFailed(
+                    delegation_id=info.delegation_id,
+                    reason="gate_rejected",
+                    message=str(message.error),
+                    at=time.time(),
+                ),
+            )
+            return
+        attempt, verdicts = message.value
+        if attempt != info.attempts:
+            return
+        self.emit(
+            [
+                GateEvaluated(
+                    delegation_id=info.delegation_id,
+                    gate=gate_name(g),
+                    passed=p,
+                    feedback=f,
+                    attempt=attempt,
+                )
+                for g, p, f in verdicts
+            ]
+        )
+        decision = gate_decision(info, verdicts, time.time())
+        if not isinstance(decision, DelegationRetried):
+            self._finish(info, decision)
+            return
+        self.emit([decision])
+        revision = revision_prompt(info.task, decision.feedback)
+        self._run_target(self.state.delegations[info.delegation_id], revision, info.attempts)
 
     def _cancel(self, delegation_id: str, by: str) -> DelegationInfo:
         info = self.state.delegations.get(delegation_id)

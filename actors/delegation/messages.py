@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
+
+from clawlog.events.domain.delegation import DelegationMode
 
 from ..messages import Message, Request
 
@@ -12,10 +16,15 @@ __all__ = [
     "Delegate",
     "DelegationInfo",
     "DelegationOutcome",
+    "DelegationStatus",
     "GateOutcome",
     "LinkState",
     "ListDelegations",
 ]
+
+
+#: running until an outcome event; then how it ended.
+DelegationStatus = Literal["running", "completed", "failed", "cancelled"]
 
 
 class DelegationInfo(msgspec.Struct, kw_only=True):
@@ -23,13 +32,12 @@ class DelegationInfo(msgspec.Struct, kw_only=True):
     source: str
     target: str
     task: str
-    mode: str
+    mode: DelegationMode
     user: str = ""
     source_session: str = ""
     source_key: str = ""
     target_session: str = ""
-    #: running | completed | failed | cancelled
-    status: str = "running"
+    status: DelegationStatus = "running"
     result: str = ""
     reason: str = ""
     requested_at: float = 0.0
@@ -55,8 +63,7 @@ class LinkState(msgspec.Struct, kw_only=True):
 
 class Delegate(Request[DelegationInfo], frozen=True, kw_only=True):
     task: str
-    #: sync: reply with the outcome | async: reply at once, announce the outcome later
-    mode: str = "sync"
+    mode: DelegationMode = "sync"
     user: str = ""
     source_session: str = ""
     source_key: str = ""

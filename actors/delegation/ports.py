@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from clawlog.events.domain.delegation import DelegationMode
+
 from ..agents.gateway import CallerContext
 from ..errors import Rejected
 from .directory import DelegationDirectory, Target
@@ -45,7 +47,7 @@ class DelegationPorts:
         target: str,
         task: str,
         *,
-        mode: str = "sync",
+        mode: DelegationMode = "sync",
         deadline_s: float | None = None,
         skip_hooks: bool | None = None,
     ) -> DelegationInfo:

@@ -1,17 +1,19 @@
-"""A link's state as a fold of its events."""
+"""A link's state as a fold of its events: what the link needs to decide (its
+configuration, each delegation and whether it is still running). The DelegationLink and the
+replay of a ``link/`` stream fold with :func:`apply_link_event`; how a delegation ends and
+when it is due are the rules in ``events/folds/delegation.py``, shared with the delegations
+projection (the read side)."""
 
 from __future__ import annotations
 
 from clawlog.events import Event
 from clawlog.events.domain.delegation import (
     DelegationAnnounced,
-    DelegationCancelled,
-    DelegationCompleted,
-    DelegationFailed,
     DelegationRequested,
     DelegationRetried,
     LinkConfigured,
 )
+from clawlog.events.folds.delegation import deadline_of, delegation_end
 
 from .messages import DelegationInfo, LinkState
 
@@ -36,21 +38,23 @@ def apply_link_event(state: LinkState, event: Event) -> LinkState:
                 source_key=event.source_key,
                 target_session=event.target_session,
                 requested_at=event.at,
-                deadline_at=event.at + event.deadline_s,
+                deadline_at=deadline_of(event),
                 skip_hooks=event.skip_hooks,
             )
-        case DelegationCompleted():
-            info = state.delegations[event.delegation_id]
-            info.status, info.result, info.finished_at = "completed", event.result, event.at
-        case DelegationFailed():
-            info = state.delegations[event.delegation_id]
-            info.status, info.reason, info.finished_at = "failed", event.reason, event.at
-            info.result = event.message
-        case DelegationCancelled():
-            info = state.delegations[event.delegation_id]
-            info.status, info.reason, info.finished_at = "cancelled", "cancelled", event.at
         case DelegationRetried():
             state.delegations[event.delegation_id].attempts = event.attempt
         case DelegationAnnounced():
             state.delegations[event.delegation_id].announced = True
+        case _:
+            _end(state, event)
     return state
+
+
+def _end(state: LinkState, event: Event) -> None:
+    end = delegation_end(event)
+    if end is None:
+        return
+    info = state.delegations[end.delegation_id]
+    info.status, info.reason, info.finished_at = end.status, end.reason, end.finished_at
+    if end.result is not None:  # a cancellation keeps the result the link held
+        info.result = end.result

@@ -9,6 +9,15 @@
 One McpConnection actor per server (stdio, SSE or streamable HTTP) writes ``mcp/{server}``;
 its tools reach granted agents as ``mcp_{server}_{tool}`` in the groups ``mcp`` and
 ``mcp:{server}``, leave while the server is down and come back when it reconnects.
+
+Where things live: ``connection.py`` the actor (connecting, health checks, calls,
+operators' commands, grants and access requests); ``_client.py`` one connection to one
+server on the I/O hub (``McpClient``); ``_direct.py`` agents' calls straight to the live
+client (``DirectCalls``); ``views.py`` each server's published view, what gateways read
+(``ServerViews``); ``state.py`` the actor's fold (its connection part is shared with the
+read model: ``events/folds/mcp.py``); ``gateway.py``, ``tool.py``, ``discovery.py``,
+``grants.py``, ``config.py``, ``api.py`` (``McpServers``). Each server's health over the
+log is the read model ``projections.McpHealth`` (``McpHealthReader``, ``clawlog mcp``).
 """
 
 from ..errors import (
@@ -24,17 +33,15 @@ from ..errors import (
 from .api import McpServers, mcp_servers
 from .config import McpServerConfig, Transport, load_servers_file, registered_name
 from .connection import McpConnection, mcp_stream
-from .directory import McpDirectory, ServerView
 from .discovery import discover_tools
 from .gateway import McpGateway
 from .grants import EVERYONE, Access, AccessRequest, Grant, resolve_access, tool_permitted
-from .health import HEALTH_COLUMNS, fold_health, health_rows, read_mcp_health
 from .state import ConnectionState, McpServerState, McpServerStatus
 from .tool import McpTool
+from .views import ServerView, ServerViews
 
 __all__ = [
     "EVERYONE",
-    "HEALTH_COLUMNS",
     "Access",
     "AccessRequest",
     "ConnectionState",
@@ -45,7 +52,6 @@ __all__ = [
     "McpConnectError",
     "McpConnection",
     "McpConnectionLost",
-    "McpDirectory",
     "McpError",
     "McpGateway",
     "McpProtocolError",
@@ -56,14 +62,12 @@ __all__ = [
     "McpTool",
     "McpUnavailable",
     "ServerView",
+    "ServerViews",
     "Transport",
     "discover_tools",
-    "fold_health",
-    "health_rows",
     "load_servers_file",
     "mcp_servers",
     "mcp_stream",
-    "read_mcp_health",
     "registered_name",
     "resolve_access",
     "tool_permitted",

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from clawlog.events.domain.mcp import McpToolInfo
 from clawlog.tools import ToolResult
@@ -24,7 +24,6 @@ from ..errors import ActorDead, McpConfigError, McpUnavailable
 from ..runtime import ActorHandle
 from .config import McpServerConfig, load_servers_file
 from .connection import McpConnection, mcp_stream
-from .directory import McpDirectory, Views
 from .gateway import McpGateway
 from .grants import AccessRequest
 from .messages import (
@@ -42,17 +41,43 @@ from .messages import (
 )
 from .state import McpServerStatus
 from .tool import McpTool
+from .views import ServerViews, Views
 
 if TYPE_CHECKING:
+    from ..actor import EventSourcedActor
     from ..agents.config import AgentConfig
-    from ..system import System
+    from ..agents.gateway import ToolGateway
+    from ..runtime import Runtime
+    from ..supervision import SupervisionPolicy
 
-__all__ = ["McpServers", "mcp_servers"]
+__all__ = ["McpHost", "McpServers", "mcp_servers"]
 
 _SERVICE = "mcp"
 
 
-def mcp_servers(system: System) -> McpServers:
+class McpHost(Protocol):
+    """What :class:`McpServers` uses of its :class:`actors.system.System`: a protocol, so
+    this module does not import actors.system, which imports it lazily for ``System.mcp``."""
+
+    runtime: Runtime
+
+    def actor(self, path: str) -> ActorHandle[Any] | None: ...
+
+    async def spawn(
+        self,
+        cls: type[EventSourcedActor[Any]],
+        path: str,
+        *args: Any,
+        policy: SupervisionPolicy | None = None,
+        **kwargs: Any,
+    ) -> ActorHandle[Any]: ...
+
+    def default_gateway(
+        self, config: AgentConfig, extra_tools: Sequence[Any] = ()
+    ) -> ToolGateway: ...
+
+
+def mcp_servers(system: McpHost) -> McpServers:
     """The MCP servers of ``system`` (created on first use; never raises)."""
     found = system.runtime.services.get(_SERVICE)
     if found is None:
@@ -67,9 +92,9 @@ class McpServers:
     :meth:`System.ask` raises (listed in each as ``AskTimeout, ActorUnavailable``).
     """
 
-    def __init__(self, system: System) -> None:
+    def __init__(self, system: McpHost) -> None:
         self.system = system
-        self.directory = McpDirectory()
+        self.views = ServerViews()
 
     # -- servers ------------------------------------------------------------------------
     async def add(self, config: McpServerConfig, *, source: str = "api") -> ActorHandle[Any]:
@@ -93,7 +118,7 @@ class McpServers:
             McpConnection,
             mcp_stream(config.name),
             config=config,
-            directory=self.directory,
+            views=self.views,
             source=source,
         )
 
@@ -156,7 +181,7 @@ class McpServers:
             AskTimeout, ActorUnavailable: as :meth:`System.ask` (the server's actor did
                 not answer in time, or waits for the event store).
         """
-        names = [server] if server is not None else sorted(self.directory.views())
+        names = [server] if server is not None else sorted(self.views.snapshot())
         found = []
         for name in names:
             handle = self._server(name) if server is not None else self._find(name)
@@ -166,7 +191,7 @@ class McpServers:
 
     def names(self) -> list[str]:
         """The servers added in this process (removed ones excluded; never raises)."""
-        return sorted(self.directory.views())
+        return sorted(self.views.snapshot())
 
     async def wait_connected(self, server: str, timeout: float = 30.0) -> None:
         """Return once ``server``'s tools are offered.
@@ -183,13 +208,13 @@ class McpServers:
             TimeoutError: it did not hold within ``timeout`` seconds.
             Exception: what ``predicate`` raises, unchanged.
         """
-        await self.directory.wait_until(predicate, timeout)
+        await self.views.wait_until(predicate, timeout)
 
     # -- tools --------------------------------------------------------------------------
     def tools_for(self, agent: str, user: str = "") -> list[McpTool]:
         """The MCP tools ``agent`` may use when acting for ``user``, right now (never
         raises)."""
-        return list(self.directory.tools_for(agent, user))
+        return list(self.views.tools_for(agent, user))
 
     def gateway(self, config: AgentConfig, tools: Sequence[Any] = ()) -> McpGateway:
         """The agent's tool gateway (:meth:`System.default_gateway`) plus its MCP tools.
@@ -204,7 +229,7 @@ class McpServers:
         base = self.system.default_gateway(config, tools)
         if not isinstance(base, PipelineGateway):
             raise TypeError("the System's default gateway is not a PipelineGateway")
-        return McpGateway.wrap(base, self.directory)
+        return McpGateway.wrap(base, self.views)
 
     async def call(
         self, server: str, tool: str, arguments: dict[str, Any] | None = None
@@ -222,7 +247,7 @@ class McpServers:
         """
         handle = self._server(server)
         result = await handle.ask(CallTool(tool=tool, arguments=dict(arguments or {})))
-        view = self.directory.views().get(server)
+        view = self.views.snapshot().get(server)
         found = next((t for t in view.tools if t.remote_name == tool), None) if view else None
         if found is None:  # not listed (yet)
             info = McpToolInfo(name=tool, registered_name=tool)

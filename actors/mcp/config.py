@@ -25,11 +25,14 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from clawlog.events.domain.mcp import McpTransport
+
 from ..errors import McpConfigError
 
 __all__ = ["McpServerConfig", "Transport", "load_servers_file", "registered_name"]
 
-Transport = Literal["stdio", "sse", "streamable-http"]
+#: The name this package has always exported for :data:`McpTransport`.
+Transport = McpTransport
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,47}")
 _TOOL_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -2,15 +2,21 @@
 ``mcp/{server}``.
 
 It owns the connection and never waits on the server. Connecting and health pings run
-on the I/O hub (:class:`~actors.mcp._link.Link`) and come back as ``Piped`` messages.
-Agents' tool calls go through the actor's call gate (:mod:`actors.mcp._gate`), which it
-opens with the live link and closes whenever it withdraws the tools; operators' calls
-go through its mailbox (:mod:`actors.mcp._calls`). Either way a call runs on the hub and
-only a timeout or a lost connection comes back here, so status asks, grants and other
-calls are answered while a call hangs. Every state change is an event: connecting,
-connected with its tools, a failed attempt and the backoff before the next, a call that
-ran into its deadline (a health check follows at once), a lost connection (its tools
-leave the agents' lists), failed after ``max_attempts``.
+on the I/O hub (:class:`~actors.mcp._client.McpClient`) and come back as ``Piped``
+messages. Agents' tool calls go through the actor's direct calls
+(:mod:`actors.mcp._direct`), which it opens with the live client and closes whenever it
+withdraws the tools; operators' calls (``CallTool``) go through its mailbox. Either way a
+call runs on the hub and only a timeout or a lost connection comes back here (as
+``CallFailed``: a timeout triggers a health check at once, a lost connection a
+reconnect), so status asks, grants and other calls are answered while a call hangs.
+
+Every state change is an event: connecting, connected with its tools, a failed attempt
+and the backoff before the next, a call that ran into its deadline, a lost connection
+(its tools leave the agents' lists), failed after ``max_attempts``; operators' commands
+(reconnect, reconfigure, enable or disable, remove) record what they changed before the
+connection is touched; grants and access requests are recorded as asked (a review that
+approves a request appends the grant in the same batch as the review, as GoClaw creates
+it in the same transaction, so the log never shows one without the other).
 """
 
 from __future__ import annotations
@@ -18,10 +24,15 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import time
-from typing import Any
+import uuid
+from typing import Any, cast
 
 from clawlog.events import Event
 from clawlog.events.domain.mcp import (
+    McpAccessRequested,
+    McpAccessReviewed,
+    McpAgentGrantRevoked,
+    McpCallTimedOut,
     McpConnected,
     McpConnectFailed,
     McpConnecting,
@@ -29,41 +40,51 @@ from clawlog.events.domain.mcp import (
     McpFailed,
     McpReconnectScheduled,
     McpServerConfigured,
+    McpServerEnabledChanged,
+    McpServerRemoved,
     McpToolsDiscovered,
     McpToolsWithdrawn,
+    McpUserGrantRevoked,
 )
 from clawlog.tools import Scrubber
 
 from ..actor import DEFERRED, EventSourcedActor
 from ..errors import (
     HubError,
+    McpAccessError,
+    McpCallTimeout,
     McpConfigError,
+    McpConnectionLost,
     McpError,
+    McpUnavailable,
 )
 from ..messages import Message, Piped
-from ._access import AccessHandlers
-from ._calls import CallHandlers
-from ._commands import OperatorCommands
-from ._gate import CallGate
-from ._link import Handshake, Link
-from .config import McpServerConfig
-from .directory import McpDirectory, ServerView
+from ._client import Handshake, McpClient
+from ._direct import DirectCalls, answer_on_hub
+from .config import McpServerConfig, Transport
 from .discovery import discover_tools
+from .grants import EVERYONE, AccessRequest, check_subject, grant_event
 from .messages import (
     CallFailed,
     CallTool,
+    ClientLost,
+    GetAccessRequests,
     GetStatus,
     HealthDue,
-    LinkLost,
     ReconfigureServer,
     Reconnect,
     RemoveServer,
+    RequestAccess,
     RetryDue,
+    ReviewAccess,
+    RevokeGrant,
     SetEnabled,
+    SetGrant,
 )
 from .sdk_errors import translate
 from .state import McpServerState, McpServerStatus, apply_mcp_event, config_digest
 from .tool import McpTool
+from .views import ServerView, ServerViews
 
 __all__ = ["McpConnection", "mcp_stream"]
 
@@ -74,9 +95,7 @@ def mcp_stream(server: str) -> str:
     return f"mcp/{server}"
 
 
-class McpConnection(
-    CallHandlers, OperatorCommands, AccessHandlers, EventSourcedActor[McpServerState]
-):
+class McpConnection(EventSourcedActor[McpServerState]):
     kind = "mcp"
     snapshot_every = 500
 
@@ -84,16 +103,16 @@ class McpConnection(
         self,
         *args: Any,
         config: McpServerConfig,
-        directory: McpDirectory,
+        views: ServerViews,
         source: str = "api",
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.config = config
-        self.directory = directory
+        self.views = views
         self.source = source
         self._scrubber = Scrubber(config.secrets())
-        self._link: Link | None = None
+        self._client: McpClient | None = None
         self._generation = 0
         #: Consecutive failures (a lost connection counts): the next backoff's exponent.
         self._failed_in_row = 0
@@ -105,7 +124,7 @@ class McpConnection(
         self._closing: list[concurrent.futures.Future[Any]] = []
         self._tools: dict[str, McpTool] = {}
         starting = f"MCP server {config.name!r} is starting"
-        self._gate = CallGate(self.runtime.hub, self._report_call, starting)
+        self._direct = DirectCalls(self.runtime.hub, self._report_call, starting)
 
     # -- fold ---------------------------------------------------------------------------
     def initial_state(self) -> McpServerState:
@@ -116,7 +135,7 @@ class McpConnection(
 
     def on_recovered(self, restarted: bool) -> None:
         if restarted:
-            self._close_link()  # its calls fail with "connection lost"
+            self._close_client()  # its calls fail with "connection lost"
         self._settle_previous_run()
         self._record_config()
         self._refresh_tools()
@@ -145,7 +164,7 @@ class McpConnection(
                 self._connect_done(message)
             case Piped(label="health"):
                 self._health_done(message)
-            case LinkLost(generation=generation, error=error):
+            case ClientLost(generation=generation, error=error):
                 if generation == self._generation and self.state.state == "connected":
                     self._lost("connection_lost", translate(error))
             case RetryDue(generation=generation):
@@ -155,7 +174,8 @@ class McpConnection(
                 if generation == self._generation and timer == self._health_timer:
                     self._check_health()
             case GetStatus():
-                return McpServerStatus.of(self.state, self._link.in_flight if self._link else 0)
+                client = self._client
+                return McpServerStatus.of(self.state, client.in_flight if client else 0)
             case Reconnect(by=by):
                 return self._reconnect(f"reconnect requested by {by or 'an operator'}")
             case ReconfigureServer(config=config, source=source):
@@ -165,17 +185,33 @@ class McpConnection(
             case RemoveServer(by=by):
                 return self._remove(by)
             case _:
-                handled = self.handle_access(message)
-                return super().handle(message) if handled is NotImplemented else handled
+                return self._route_access(message)
         return None
+
+    def _route_access(self, message: Message) -> Any:
+        match message:
+            case SetGrant():
+                return self._set_grant(message)
+            case RevokeGrant():
+                return self._revoke_grant(message)
+            case RequestAccess():
+                return self._request_access(message)
+            case ReviewAccess():
+                return self._review_access(message)
+            case GetAccessRequests(status=status):
+                found = self.state.requests.values()
+                return [r for r in found if status is None or r.status == status]
+        return super().handle(message)
 
     # -- connecting ---------------------------------------------------------------------
     def _connect(self, attempt: int) -> None:
-        self._close_link()
+        self._close_client()
         self._generation += 1
         generation = self._generation
-        link = Link(self.config, on_lost=lambda error: self._tell_self(_lost(generation, error)))
-        self._link = link
+        client = McpClient(
+            self.config, on_lost=lambda error: self._tell_self(_client_lost(generation, error))
+        )
+        self._client = client
         self.emit(
             [
                 McpConnecting(
@@ -185,11 +221,11 @@ class McpConnection(
         )
         self._attempt_started = time.monotonic()
         self._publish()
-        self.pipe(link.open(), "connect", key=str(generation))
+        self.pipe(client.open(), "connect", key=str(generation))
 
     def _connect_done(self, message: Piped) -> None:
         if int(message.key) != self._generation:
-            return  # an attempt that was superseded; its link is being closed
+            return  # an attempt that was superseded; its client is being closed
         if message.error is not None:
             self._attempt_failed(translate(message.error, connecting=True))
             return
@@ -216,7 +252,7 @@ class McpConnection(
 
     def _attempt_failed(self, error: McpError) -> None:
         attempt = self.state.attempt
-        self._close_link()
+        self._close_client()
         self._failed_in_row += 1
         message = self._scrubber.scrub(str(error))
         events: list[Event] = [
@@ -253,7 +289,7 @@ class McpConnection(
     def _lost(self, cause: str, error: McpError) -> None:
         """The live connection is gone: withdraw its tools, reconnect after a backoff."""
         self.log.warning("MCP connection lost", cause=cause, error=self._scrubber.scrub(str(error)))
-        self._close_link()
+        self._close_client()
         self._failed_in_row = 1
         events = self._disconnect_events(cause, error)
         if self.state.enabled:
@@ -280,17 +316,74 @@ class McpConnection(
             )
         return events
 
+    # -- calls through the mailbox -------------------------------------------------------
+    def _call(self, message: CallTool) -> Any:
+        reply = self.defer_reply()
+        if reply is None:
+            return None  # a told call has nobody to answer
+        client = self._client
+        if self.state.state != "connected" or client is None or client.session is None:
+            reply.set_error(self._unavailable())
+            return DEFERRED
+        generation, tool = self._generation, message.tool
+
+        def report(error: McpError) -> None:  # runs on the hub: only enqueue
+            self._report_call(generation, tool, error)
+
+        call = client.call(tool, dict(message.arguments), self.config.call_timeout_s)
+        try:
+            self.runtime.hub.submit(answer_on_hub(call, reply, report))
+        except HubError:
+            call.close()
+            reply.set_error(McpUnavailable("clawlog is shutting down"))
+        return DEFERRED
+
+    def _report_call(self, generation: int, tool: str, error: McpError) -> None:
+        """From the hub (either path): only enqueue."""
+        self._tell_self(CallFailed(generation=generation, tool=tool, error=error))
+
+    def _call_failed(self, message: CallFailed) -> None:
+        """A call's deadline passed or its connection broke: check the server now."""
+        if message.generation != self._generation or self.state.state != "connected":
+            return
+        error = message.error
+        if isinstance(error, McpCallTimeout):
+            timeout = self.config.call_timeout_s
+            self.emit(
+                [McpCallTimedOut(server=self.config.name, tool=message.tool, timeout_s=timeout)]
+            )
+            self._check_health()
+        elif isinstance(error, McpConnectionLost):
+            self._lost("connection_lost", error)
+
+    def _unavailable(self) -> McpUnavailable:
+        state = self.state
+        match state.state:
+            case "reconnecting":
+                detail = f"reconnecting (attempt {state.attempt} of {state.max_attempts} is next)"
+            case "connecting" if state.retrying:
+                # the same retry cycle as above, during an attempt instead of its backoff
+                detail = (
+                    f"reconnecting (attempt {state.attempt} of {state.max_attempts} is running)"
+                )
+            case "failed":
+                detail = f"failed after {state.attempt} attempts; an operator must reconnect it"
+            case other:
+                detail = str(other)
+        last = f"; last error: {state.last_error}" if state.last_error else ""
+        return McpUnavailable(f"MCP server {self.config.name!r} is {detail}{last}")
+
     # -- health -------------------------------------------------------------------------
     def _check_health(self) -> None:
-        link = self._link
-        if self._checking or link is None or self.state.state != "connected":
+        client = self._client
+        if self._checking or client is None or self.state.state != "connected":
             return
         self._checking = True
-        self.pipe(link.ping(self.config.health_timeout_s), "health", key=str(self._generation))
+        self.pipe(client.ping(self.config.health_timeout_s), "health", key=str(self._generation))
 
     def _health_done(self, message: Piped) -> None:
         if int(message.key) != self._generation:
-            return  # an old link's ping: the current link's may be in flight
+            return  # an old client's ping: the current client's may be in flight
         self._checking = False
         if self.state.state != "connected":
             return
@@ -305,6 +398,148 @@ class McpConnection(
         due = HealthDue(generation=self._generation, timer=self._health_timer)
         self._schedule(due, self.config.health_interval_s)
 
+    # -- operators' commands ------------------------------------------------------------
+    def _reconnect(self, cause: str) -> bool:
+        if self._removed:
+            raise McpUnavailable(f"MCP server {self.config.name!r} was removed")
+        events = self._disconnect_events(cause)
+        if not self.state.enabled:
+            events.append(McpServerEnabledChanged(server=self.config.name, enabled=True))
+        if events:
+            self.emit(events)
+        self._failed_in_row = 0
+        self._connect(1)
+        return True
+
+    def _reconfigure(self, config: McpServerConfig, source: str) -> bool:
+        if config.name != self.config.name:
+            raise McpConfigError("an MCP server's name cannot change; remove it and add another")
+        if config == self.config and source == self.source:
+            return False
+        self._stop_connection("reconfigured")  # the old connection, under the old config
+        self.config, self.source = config, source
+        self._scrubber = Scrubber(config.secrets())
+        self._record_config()
+        if self.state.enabled:
+            self._failed_in_row = 0
+            self._connect(1)
+        else:
+            self._publish()
+        return True
+
+    def _set_enabled(self, enabled: bool, by: str) -> bool:
+        if enabled == self.state.enabled:
+            return False
+        if enabled:
+            self.emit([McpServerEnabledChanged(server=self.config.name, enabled=True, by=by)])
+            self._failed_in_row = 0
+            self._connect(1)
+        else:
+            self._stop_connection(
+                "disabled", McpServerEnabledChanged(server=self.config.name, enabled=False, by=by)
+            )
+        return True
+
+    def _remove(self, by: str) -> bool:
+        self._stop_connection("removed", McpServerRemoved(server=self.config.name, by=by))
+        self._removed = True
+        self.views.withdraw(self.config.name)
+        return True
+
+    def _stop_connection(self, cause: str, last: Event | None = None) -> None:
+        self._close_client()
+        self._generation += 1  # timers and results of the old connection are stale now
+        events = self._disconnect_events(cause) + ([last] if last is not None else [])
+        if events:
+            self.emit(events)
+        self._publish()
+
+    # -- grants and access requests -----------------------------------------------------
+    def _set_grant(self, message: SetGrant) -> bool:
+        subject = check_subject(message.scope, message.subject)
+        event = grant_event(
+            self.config.name,
+            message.scope,
+            subject,
+            enabled=message.enabled,
+            tool_allow=message.tool_allow,
+            tool_deny=list(message.tool_deny),
+            by=message.by,
+        )
+        self.emit([event])
+        self._publish()
+        return True
+
+    def _revoke_grant(self, message: RevokeGrant) -> bool:
+        subject = check_subject(message.scope, message.subject)
+        grants = self.state.agent_grants if message.scope == "agent" else self.state.user_grants
+        if subject not in grants:
+            return False
+        server = self.config.name
+        event: Event = (
+            McpAgentGrantRevoked(server=server, agent=subject, by=message.by)
+            if message.scope == "agent"
+            else McpUserGrantRevoked(server=server, user=subject, by=message.by)
+        )
+        self.emit([event])
+        self._publish()
+        return True
+
+    def _request_access(self, message: RequestAccess) -> str:
+        subject = check_subject(message.scope, message.subject)
+        if subject == EVERYONE:
+            raise McpAccessError("an access request is for one agent or one user, not '*'")
+        request_id = uuid.uuid4().hex[:12]
+        self.emit(
+            [
+                McpAccessRequested(
+                    server=self.config.name,
+                    request_id=request_id,
+                    scope=message.scope,
+                    subject=subject,
+                    tool_allow=message.tool_allow,
+                    reason=message.reason[:2000],
+                    requested_by=message.requested_by,
+                )
+            ]
+        )
+        return request_id
+
+    def _review_access(self, message: ReviewAccess) -> AccessRequest:
+        request = self.state.requests.get(message.request_id)
+        if request is None:
+            raise McpAccessError(
+                f"no access request {message.request_id!r} on MCP server {self.config.name!r}"
+            )
+        if request.status != "pending":
+            raise McpAccessError(
+                f"access request {message.request_id!r} was already {request.status} by "
+                f"{request.reviewed_by or 'someone'}"
+            )
+        events: list[Event] = [
+            McpAccessReviewed(
+                server=self.config.name,
+                request_id=request.request_id,
+                decision="approved" if message.approve else "rejected",
+                by=message.by,
+                note=message.note[:2000],
+            )
+        ]
+        if message.approve:
+            events.append(
+                grant_event(
+                    self.config.name,
+                    request.scope,
+                    request.subject,
+                    tool_allow=request.tool_allow,
+                    by=message.by,
+                    request_id=request.request_id,
+                )
+            )
+        self.emit(events)
+        self._publish()
+        return self.state.requests[request.request_id]
+
     # -- recording and publishing -------------------------------------------------------
     def _settle_previous_run(self) -> None:
         """A log that ends connected was left by a process that is gone: say so."""
@@ -316,7 +551,8 @@ class McpConnection(
         config = self.config
         event = McpServerConfigured(
             server=config.name,
-            transport=config.transport,
+            # never "" here: McpServerConfig.__post_init__ infers it
+            transport=cast("Transport", config.transport),
             command=config.command,
             args=[self._scrubber.scrub(a) for a in config.args],
             url=self._scrubber.scrub(config.url),
@@ -336,10 +572,10 @@ class McpConnection(
         """Tool objects for the last discovery, reusing unchanged ones (gateways then
         need not register them again)."""
         old, fresh = self._tools, {}
-        gate, timeout = self._gate, self.config.call_timeout_s
+        direct, timeout = self._direct, self.config.call_timeout_s
 
         def call(tool: str, arguments: dict[str, Any]) -> Any:
-            return gate.call(tool, arguments, timeout)
+            return direct.call(tool, arguments, timeout)
 
         for info in self.state.tools:
             kept = old.get(info.registered_name)
@@ -362,18 +598,18 @@ class McpConnection(
 
     def _publish(self) -> None:
         state = self.state
-        link = self._link
-        if state.state == "connected" and state.offered and link is not None:
-            self._gate.open(link, self._generation)
+        client = self._client
+        if state.state == "connected" and state.offered and client is not None:
+            self._direct.open(client, self._generation)
         else:
-            self._gate.close(str(self._unavailable()))
+            self._direct.close(str(self._unavailable()))
         if self._removed:
             return
-        self.directory.publish(
+        self.views.publish(
             ServerView(
                 name=self.config.name,
                 state=state.state,
-                available=self._gate.is_open,
+                available=self._direct.is_open,
                 tools=tuple(self._tools.values()),
                 agent_grants=dict(state.agent_grants),
                 user_grants=dict(state.user_grants),
@@ -386,14 +622,14 @@ class McpConnection(
         loop = self.runtime.hub.loop
         loop.call_soon_threadsafe(loop.call_later, delay, self._tell_self, message)
 
-    def _close_link(self) -> None:
-        link, self._link = self._link, None
+    def _close_client(self) -> None:
+        client, self._client = self._client, None
         self._checking = False
-        if link is None:
+        if client is None:
             return
         self._closing = [f for f in self._closing if not f.done()]
         with contextlib.suppress(HubError):
-            self._closing.append(self.runtime.hub.submit(link.close()))
+            self._closing.append(self.runtime.hub.submit(client.close()))
 
     def on_stop(self) -> None:
         if self._start_error is None and not self._given_up:
@@ -403,15 +639,15 @@ class McpConnection(
                     self.emit(events)
             except Exception as exc:  # the store may be closing already
                 self.log.warning("could not record the disconnection", error=str(exc))
-        self._close_link()  # calls in flight fail with "connection lost"
-        self._gate.close(f"the MCP connection {self.config.name!r} stopped")
+        self._close_client()  # calls in flight fail with "connection lost"
+        self._direct.close(f"the MCP connection {self.config.name!r} stopped")
         concurrent.futures.wait(self._closing, timeout=_STOP_WAIT_S)
         if not self._removed and self._start_error is None:
-            view = self.directory.views().get(self.config.name)
+            view = self.views.snapshot().get(self.config.name)
             if view is not None:
-                self.directory.publish(view._replace(state="stopped", available=False))
+                self.views.publish(view._replace(state="stopped", available=False))
         super().on_stop()
 
 
-def _lost(generation: int, error: McpError) -> LinkLost:
-    return LinkLost(generation=generation, error=error)
+def _client_lost(generation: int, error: McpError) -> ClientLost:
+    return ClientLost(generation=generation, error=error)

@@ -1,7 +1,8 @@
 """An agent's tool gateway with the MCP tools it may use.
 
 The agent's pipeline registry receives every server's tools at runtime (``register``,
-which never lets one shadow a protected built-in name), kept in step with the directory.
+which never lets one shadow a protected built-in name), kept in step with the servers'
+published views (:class:`~actors.mcp.views.ServerViews`).
 Which of them a session sees is decided per call: the caller's context gets a
 per-request allow list of every native tool plus the MCP tools granted to its (agent,
 user) on servers that are up, so the pipeline's policy step offers and refuses them like
@@ -23,8 +24,8 @@ from clawlog.tools import DuplicateTool, ProtectedName, ToolContext, UnknownTool
 from ..agents.config import AgentConfig
 from ..agents.gateway import CallerContext
 from ..agents.pipeline_gateway import PipelineGateway
-from .directory import McpDirectory
 from .tool import McpTool
+from .views import ServerViews
 
 __all__ = ["McpGateway"]
 
@@ -37,20 +38,18 @@ class McpGateway(PipelineGateway):
     """A :class:`PipelineGateway` whose sessions see their granted MCP tools."""
 
     def __init__(
-        self, config: AgentConfig, tools: Iterable[Any], *, directory: McpDirectory, **kwargs: Any
+        self, config: AgentConfig, tools: Iterable[Any], *, views: ServerViews, **kwargs: Any
     ) -> None:
         super().__init__(config, tools, **kwargs)
-        self.directory = directory
+        self.views = views
         self._sync_lock = threading.Lock()
         self._synced = -1
         self._mine: dict[str, McpTool] = {}
 
     @classmethod
-    def wrap(cls, base: PipelineGateway, directory: McpDirectory) -> McpGateway:
+    def wrap(cls, base: PipelineGateway, views: ServerViews) -> McpGateway:
         """Share ``base``'s pipeline (its registry, policy, approvals and limits)."""
-        return cls(
-            base.config, (), directory=directory, services=base.services, pipeline=base.pipeline
-        )
+        return cls(base.config, (), views=views, services=base.services, pipeline=base.pipeline)
 
     def context(self, ctx: CallerContext) -> ToolContext:
         self._sync()
@@ -58,7 +57,7 @@ class McpGateway(PipelineGateway):
         if base.request_allow is not None:
             # Another layer restricted this request already: never widen it.
             return base
-        visible = [tool.name for tool in self.directory.tools_for(ctx.agent, ctx.user)]
+        visible = [tool.name for tool in self.views.tools_for(ctx.agent, ctx.user)]
         return msgspec.structs.replace(base, request_allow=(_NATIVE, *visible))
 
     def read_event(self, event: Any) -> Any:
@@ -67,13 +66,13 @@ class McpGateway(PipelineGateway):
 
     def _sync(self) -> None:
         """Register new and changed MCP tools, unregister vanished ones."""
-        if self.directory.version == self._synced:
+        if self.views.version == self._synced:
             return
         with self._sync_lock:
-            version = self.directory.version
+            version = self.views.version
             if version == self._synced:
                 return
-            current = {tool.name: tool for tool in self.directory.all_tools()}
+            current = {tool.name: tool for tool in self.views.all_tools()}
             registry = self.pipeline.registry
             for name, tool in current.items():
                 if self._mine.get(name) is tool:

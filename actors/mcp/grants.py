@@ -9,29 +9,44 @@ A server's tools reach an agent's session for a user when:
    allow), and every ``tool_allow`` that is set must list it.
 
 List entries are the server's tool names (``get-sum``), registered names
-(``mcp_everything_get-sum``) or fnmatch patterns (``get-*``).
+(``mcp_everything_get-sum``) or fnmatch patterns (``get-*``). :func:`grant_event` is the
+event that sets a grant, :func:`check_subject` the check of whom it is for.
 """
 
 from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import msgspec
+
+from clawlog.events import Event
+from clawlog.events.domain.mcp import (
+    McpAccessDecision,
+    McpAgentGrantSet,
+    McpGrantScope,
+    McpUserGrantSet,
+)
+
+from ..agents.config import validate_agent_key
+from ..errors import McpAccessError
 
 __all__ = [
     "EVERYONE",
     "Access",
     "AccessRequest",
     "Grant",
+    "check_subject",
     "filter_tools",
+    "grant_event",
     "resolve_access",
     "tool_permitted",
 ]
 
 #: The subject of a grant that applies to every agent (or user) without one of its own.
 EVERYONE = "*"
+_MAX_USER = 200
 
 
 class Grant(msgspec.Struct, frozen=True, kw_only=True):
@@ -51,12 +66,12 @@ class AccessRequest(msgspec.Struct, frozen=True, kw_only=True):
 
     request_id: str
     server: str
-    scope: Literal["agent", "user"]
+    scope: McpGrantScope
     subject: str
     tool_allow: list[str] | None = None
     reason: str = ""
     requested_by: str = ""
-    status: Literal["pending", "approved", "rejected"] = "pending"
+    status: Literal["pending"] | McpAccessDecision = "pending"
     reviewed_by: str = ""
     note: str = ""
 
@@ -111,3 +126,45 @@ def filter_tools(access: Access, tools: Iterable[tuple[str, str]]) -> list[tuple
     return [
         (name, registered) for name, registered in tools if tool_permitted(access, name, registered)
     ]
+
+
+def check_subject(scope: str, subject: str) -> str:
+    """``subject`` if it is a valid agent key or user id for ``scope`` (or ``*``);
+    :class:`McpAccessError` otherwise."""
+    if scope not in ("agent", "user"):
+        raise McpAccessError(f"scope must be 'agent' or 'user', not {scope!r}")
+    if subject == EVERYONE:
+        return subject
+    if scope == "agent":
+        try:
+            return validate_agent_key(subject)
+        except ValueError as exc:
+            raise McpAccessError(str(exc)) from exc
+    if not isinstance(subject, str) or not subject.strip() or len(subject) > _MAX_USER:
+        raise McpAccessError(f"invalid user id {subject!r}: 1-{_MAX_USER} characters")
+    return subject
+
+
+def grant_event(
+    server: str,
+    scope: str,
+    subject: str,
+    *,
+    enabled: bool = True,
+    tool_allow: list[str] | None = None,
+    tool_deny: list[str] | None = None,
+    by: str = "",
+    request_id: str = "",
+) -> Event:
+    """``mcp.agent_grant_set`` or ``mcp.user_grant_set``, by ``scope``."""
+    fields: dict[str, Any] = {
+        "server": server,
+        "enabled": enabled,
+        "tool_allow": list(tool_allow) if tool_allow is not None else None,
+        "tool_deny": list(tool_deny or []),
+        "by": by,
+        "request_id": request_id,
+    }
+    if scope == "agent":
+        return McpAgentGrantSet(agent=subject, **fields)
+    return McpUserGrantSet(user=subject, **fields)

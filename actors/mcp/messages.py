@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import mcp.types as mt
+
+from clawlog.events.domain.mcp import McpGrantScope
 
 from ..messages import Message, Request
 from .grants import AccessRequest
@@ -13,10 +15,10 @@ from .state import McpServerStatus
 __all__ = [
     "CallFailed",
     "CallTool",
+    "ClientLost",
     "GetAccessRequests",
     "GetStatus",
     "HealthDue",
-    "LinkLost",
     "ReconfigureServer",
     "Reconnect",
     "RemoveServer",
@@ -27,8 +29,6 @@ __all__ = [
     "SetEnabled",
     "SetGrant",
 ]
-
-Scope = Literal["agent", "user"]
 
 
 class CallTool(Request[mt.CallToolResult], frozen=True, kw_only=True):
@@ -67,7 +67,7 @@ class RemoveServer(Request[bool], frozen=True, kw_only=True):
 
 
 class SetGrant(Request[bool], frozen=True, kw_only=True):
-    scope: Scope
+    scope: McpGrantScope
     #: An agent key or a user id; ``*`` for every agent / user without a grant.
     subject: str
     enabled: bool = True
@@ -77,7 +77,7 @@ class SetGrant(Request[bool], frozen=True, kw_only=True):
 
 
 class RevokeGrant(Request[bool], frozen=True, kw_only=True):
-    scope: Scope
+    scope: McpGrantScope
     subject: str
     by: str = ""
 
@@ -85,7 +85,7 @@ class RevokeGrant(Request[bool], frozen=True, kw_only=True):
 class RequestAccess(Request[str], frozen=True, kw_only=True):
     """Answered with the new request's id."""
 
-    scope: Scope
+    scope: McpGrantScope
     subject: str
     tool_allow: list[str] | None = None
     reason: str = ""
@@ -105,7 +105,7 @@ class GetAccessRequests(Request[list[AccessRequest]], frozen=True, kw_only=True)
 
 
 # -- the actor's messages to itself ------------------------------------------------------
-class LinkLost(Message, frozen=True, kw_only=True):
+class ClientLost(Message, frozen=True, kw_only=True):
     """The connection of ``generation`` ended without being asked to."""
 
     generation: int
@@ -126,5 +126,5 @@ class RetryDue(Message, frozen=True, kw_only=True):
 
 class HealthDue(Message, frozen=True, kw_only=True):
     generation: int
-    #: Which scheduling this is: only the latest one checks (one timer per link).
+    #: Which scheduling this is: only the latest one checks (one timer per connection).
     timer: int = 0

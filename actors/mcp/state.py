@@ -1,10 +1,15 @@
-"""A server's state as a fold of ``mcp/{server}``: the McpConnection actor's state, and
-the rows of the MCP health read model (``actors.mcp.health``)."""
+"""The McpConnection actor's state, as a fold of ``mcp/{server}``, and the live status
+it answers with (``McpServerStatus``, one row of ``McpServers.status()``).
+
+The connection part of the fold (state, attempt, last error...) is
+:func:`clawlog.events.folds.mcp.fold_connection`, which the MCP health read model
+(``projections.McpHealth``) folds with too; the tools, grants and access requests are
+the actor's own.
+"""
 
 from __future__ import annotations
 
 import hashlib
-from typing import Literal
 
 import msgspec
 
@@ -14,22 +19,19 @@ from clawlog.events.domain.mcp import (
     McpAccessReviewed,
     McpAgentGrantRevoked,
     McpAgentGrantSet,
-    McpCallTimedOut,
-    McpConnected,
-    McpConnectFailed,
-    McpConnecting,
-    McpDisconnected,
-    McpFailed,
-    McpReconnectScheduled,
     McpServerConfigured,
-    McpServerEnabledChanged,
-    McpServerRemoved,
     McpToolInfo,
     McpToolsDiscovered,
     McpToolSkipped,
-    McpToolsWithdrawn,
     McpUserGrantRevoked,
     McpUserGrantSet,
+)
+from clawlog.events.folds.mcp import (
+    ConnectionState,
+    ServerConnection,
+    fold_connection,
+    request_scope,
+    review_status,
 )
 
 from .grants import AccessRequest, Grant
@@ -42,41 +44,15 @@ __all__ = [
     "config_digest",
 ]
 
-ConnectionState = Literal[
-    "configured",
-    "connecting",
-    "connected",
-    "disconnected",
-    "reconnecting",
-    "failed",
-    "disabled",
-    "removed",
-]
 
+class McpServerState(ServerConnection, kw_only=True):
+    """The McpConnection actor's state: the connection fold
+    (:class:`~clawlog.events.folds.mcp.ServerConnection`) plus the last discovered tools,
+    the grants, the access requests and the configuration's digest."""
 
-class McpServerState(msgspec.Struct, kw_only=True):
-    server: str = ""
-    transport: str = ""
-    enabled: bool = True
-    state: ConnectionState = "configured"
-    #: The attempt running (connecting) or scheduled next (reconnecting).
-    attempt: int = 0
-    #: The attempts are retries (after a lost connection or a failed attempt), from the
-    #: first ``mcp.reconnect_scheduled`` until connected or failed: a caller hears
-    #: "reconnecting" whether the backoff is running or the next attempt is.
-    retrying: bool = False
-    max_attempts: int = 10
     #: The last discovered tools; ``offered`` says whether agents see them now.
     tools: list[McpToolInfo] = msgspec.field(default_factory=list)
     skipped: list[McpToolSkipped] = msgspec.field(default_factory=list)
-    offered: bool = False
-    server_name: str = ""
-    server_version: str = ""
-    last_error: str = ""
-    last_error_kind: str = ""
-    #: Seconds since the epoch, where the fold was given times (the health read model).
-    last_error_at: float = 0.0
-    since: float = 0.0
     agent_grants: dict[str, Grant] = msgspec.field(default_factory=dict)
     user_grants: dict[str, Grant] = msgspec.field(default_factory=dict)
     requests: dict[str, AccessRequest] = msgspec.field(default_factory=dict)
@@ -91,7 +67,8 @@ class McpServerState(msgspec.Struct, kw_only=True):
 
 
 class McpServerStatus(msgspec.Struct, frozen=True, kw_only=True):
-    """One row of ``clawlog mcp``: a server, its state, its tools and its last error."""
+    """A server's live status (``McpServers.status``): its state, its tools and its last
+    error; ``clawlog mcp`` shows the same from the read model ``projections.McpHealth``."""
 
     server: str
     state: ConnectionState
@@ -144,18 +121,14 @@ def config_digest(event: McpServerConfigured) -> str:
     return hashlib.sha256(msgspec.msgpack.encode(event)).hexdigest()[:16]
 
 
-def _error(state: McpServerState, kind: str, message: str, at: float) -> None:
-    state.last_error, state.last_error_kind, state.last_error_at = message, kind, at
-
-
-def _move(state: McpServerState, to: ConnectionState, at: float) -> None:
-    if state.state != to:
-        state.state, state.since = to, at
-
-
 def apply_mcp_event(state: McpServerState, event: Event, at: float = 0.0) -> McpServerState:
     """Fold one ``mcp.*`` event (``at``: when it was recorded, if known)."""
-    if _apply_connection(state, event, at):
+    match event:
+        case McpServerConfigured():
+            state.config_digest = config_digest(event)
+        case McpToolsDiscovered():
+            state.tools, state.skipped = list(event.tools), list(event.skipped)
+    if fold_connection(state, event, at):
         return state
     match event:
         case McpAgentGrantSet():
@@ -170,7 +143,7 @@ def apply_mcp_event(state: McpServerState, event: Event, at: float = 0.0) -> Mcp
             state.requests[event.request_id] = AccessRequest(
                 request_id=event.request_id,
                 server=event.server,
-                scope="user" if event.scope == "user" else "agent",
+                scope=request_scope(event),
                 subject=event.subject,
                 tool_allow=event.tool_allow,
                 reason=event.reason,
@@ -180,66 +153,9 @@ def apply_mcp_event(state: McpServerState, event: Event, at: float = 0.0) -> Mcp
             found = state.requests.get(event.request_id)
             if found is not None:
                 state.requests[event.request_id] = msgspec.structs.replace(
-                    found,
-                    status="approved" if event.decision == "approved" else "rejected",
-                    reviewed_by=event.by,
-                    note=event.note,
+                    found, status=review_status(event), reviewed_by=event.by, note=event.note
                 )
     return state
-
-
-def _apply_connection(state: McpServerState, event: Event, at: float) -> bool:
-    match event:
-        case McpServerConfigured():
-            state.config_digest = config_digest(event)
-            state.server, state.transport, state.enabled = (
-                event.server,
-                event.transport,
-                event.enabled,
-            )
-            state.max_attempts = int(event.settings.get("max_attempts", state.max_attempts))
-            if not event.enabled:
-                _move(state, "disabled", at)
-            elif state.state in ("disabled", "removed"):
-                _move(state, "configured", at)
-        case McpServerEnabledChanged():
-            state.enabled = event.enabled
-            if not event.enabled:
-                state.retrying = False
-                _move(state, "disabled", at)
-        case McpServerRemoved():
-            state.offered, state.retrying = False, False
-            _move(state, "removed", at)
-        case McpConnecting():
-            state.attempt = event.attempt
-            _move(state, "connecting", at)
-        case McpConnected():
-            state.server_name, state.server_version = event.server_name, event.server_version
-            state.attempt, state.retrying = event.attempt, False
-            _move(state, "connected", at)
-        case McpConnectFailed():
-            _error(state, event.error_kind, event.message, at)
-        case McpToolsDiscovered():
-            state.tools, state.skipped, state.offered = list(event.tools), list(event.skipped), True
-        case McpToolsWithdrawn():
-            state.offered = False
-        case McpCallTimedOut():
-            message = f"{event.tool} got no answer within {event.timeout_s:g} s"
-            _error(state, "timeout", message, at)
-        case McpDisconnected():
-            if event.message:
-                _error(state, event.error_kind or event.cause, event.message, at)
-            if state.state not in ("disabled", "removed"):
-                _move(state, "disconnected", at)
-        case McpReconnectScheduled():
-            state.attempt, state.retrying = event.attempt, True
-            _move(state, "reconnecting", at)
-        case McpFailed():
-            state.retrying = False
-            _move(state, "failed", at)
-        case _:
-            return False
-    return True
 
 
 def _grant(event: McpAgentGrantSet | McpUserGrantSet) -> Grant:

@@ -1,10 +1,11 @@
 """A discovered MCP tool as a ``tools.Tool`` (seed 004 §5 ``McpToolWrapper``).
 
-Its ``execute`` asks the server's McpConnection actor, which runs the call on the hub
-under its deadline; the answer becomes a :class:`tools.ToolResult`, scrubbed of the
-server's own configured secrets (its ``env`` and ``headers`` values) on top of what the
-pipeline scrubs. ``destructiveHint`` → ``requires_approval``; ``readOnlyHint`` is kept
-as ``read_only``. MCP errors become the ``tools`` error a model can act on.
+Its ``execute`` calls the server's live connection through its McpConnection actor's
+direct calls (:mod:`actors.mcp._direct`), on the hub under the call deadline; the answer
+becomes a :class:`tools.ToolResult`, scrubbed of the server's own configured secrets (its
+``env`` and ``headers`` values) on top of what the pipeline scrubs. ``destructiveHint`` →
+``requires_approval``; ``readOnlyHint`` is kept as ``read_only``. MCP errors become the
+``tools`` error a model can act on.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ from clawlog.events.domain.team import TeamCreated
 from ..agents.config import AgentConfig
 from ..agents.gateway import CallerContext
 from ..agents.prompt import PromptBuilder, PromptSection
-from ..teams.api import team_md
 from ..teams.messages import TeamView
+from ..teams.prompt import team_md
 from .recording import LogReader
 
 __all__ = ["recorded_prompt"]

@@ -27,6 +27,7 @@ from clawlog.events.domain.session import (
     TurnStarted,
 )
 from clawlog.events.domain.tool import (
+    ApprovalOutcome,
     ToolApprovalDecided,
     ToolApprovalRequested,
     ToolCallCompleted,
@@ -117,7 +118,7 @@ class RecordedCall:
         return any(isinstance(event, ToolApprovalRequested) for _, event in self.events)
 
     @property
-    def approval(self) -> str | None:
+    def approval(self) -> ApprovalOutcome | None:
         """The recorded approval decision, if the call waited for one."""
         for _, event in self.events:
             if isinstance(event, ToolApprovalDecided):

@@ -13,13 +13,13 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 from clawlog.events import Event
 from clawlog.events.domain.session import ChatMessage, ModelFailed, ToolCall
-from clawlog.events.domain.tool import ToolCallFailed
+from clawlog.events.domain.tool import ApprovalOutcome, ToolCallFailed
 
 from .. import errors as model_errors
 from ..agents.gateway import CallerContext, GateResult, GateStep, ToolGateway
@@ -27,7 +27,17 @@ from ..errors import ReplyNotRecorded
 from ..providers.base import ModelReply, ModelRequest, ToolSpec
 from .recording import RecordedCall, RecordedIteration, RecordedTurn
 
-__all__ = ["REPLAY_APPROVER", "ContextNote", "RecordedTool", "ReplayGateway", "ReplayModel"]
+__all__ = [
+    "REPLAY_APPROVER",
+    "ContextNote",
+    "ContextPart",
+    "RecordedTool",
+    "ReplayGateway",
+    "ReplayModel",
+]
+
+#: The part of a model request a :class:`ContextNote` is about.
+ContextPart = Literal["messages", "tools", "system_prompt"]
 
 #: Who answers approvals in a re-run (shows in ``tool.approval_decided.by``).
 REPLAY_APPROVER = "clawlog-replay"
@@ -56,9 +66,9 @@ class ContextNote(msgspec.Struct, frozen=True, kw_only=True):
     #: Position of the recorded ``session.model_requested``.
     position: int
     #: messages: the conversation sent (``recorded`` / ``now``: the first message that
-    #: differs) | tools: the tools offered (``recorded``: the list, ``now``: ``-gone
-    #: +added``) | system_prompt (the digests).
-    what: str
+    #: differs); tools: the tools offered (``recorded``: the list, ``now``: ``-gone
+    #: +added``); system_prompt: the digests.
+    what: ContextPart
     recorded: str
     now: str
 
@@ -113,7 +123,7 @@ class ReplayModel:
 
     def _compare(self, turn_id: str, iteration: RecordedIteration, request: ModelRequest) -> None:
         recorded = iteration.request
-        found: list[tuple[str, str, str]] = []
+        found: list[tuple[ContextPart, str, str]] = []
         difference = _first_difference(iteration.messages, request.messages)
         if difference is not None:
             found.append(("messages", *difference))
@@ -214,7 +224,9 @@ class ReplayGateway:
             pipeline.loop_detector.record_result(ctx.session_id, plan.call_id, text)
         return GateResult(events=[result])
 
-    def decide(self, ctx: CallerContext, ticket: Any, decision: str, by: str) -> GateStep:
+    def decide(
+        self, ctx: CallerContext, ticket: Any, decision: ApprovalOutcome, by: str
+    ) -> GateStep:
         return self.inner.decide(ctx, ticket, decision, by)
 
     def interrupted(self, ctx: CallerContext, call_id: str, name: str, reason: str) -> list[Event]:

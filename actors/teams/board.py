@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from typing import Literal
 
 import msgspec
 
@@ -19,7 +20,18 @@ from clawlog.events.domain.team import (
     TeamTaskUpdated,
 )
 
-__all__ = ["BoardState", "MailItem", "TaskItem", "TaskSearch", "apply_board_event", "find_cycle"]
+__all__ = [
+    "BoardState",
+    "MailItem",
+    "TaskItem",
+    "TaskSearch",
+    "TaskStatus",
+    "apply_board_event",
+    "find_cycle",
+]
+
+#: blocked: waits for an open task it is blocked by; pending: may be claimed.
+TaskStatus = Literal["blocked", "pending", "claimed", "completed"]
 
 
 class TaskItem(msgspec.Struct, kw_only=True):
@@ -31,8 +43,7 @@ class TaskItem(msgspec.Struct, kw_only=True):
     created_by: str = ""
     assignee: str = ""
     origin_session: str = ""
-    #: blocked | pending | claimed | completed
-    status: str = "pending"
+    status: TaskStatus = "pending"
     claimed_by: str = ""
     result: str = ""
     created_at: float = 0.0

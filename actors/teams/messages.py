@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
 from ..messages import Request
@@ -17,9 +19,16 @@ __all__ = [
     "ReadMessages",
     "SearchTasks",
     "SendTeamMessage",
+    "TaskFilter",
+    "TaskOrder",
     "TeamView",
     "UpdateTask",
 ]
+
+#: Which tasks a list shows: not completed, completed, or all.
+TaskFilter = Literal["active", "completed", "all"]
+#: Highest priority first (then oldest), or newest first.
+TaskOrder = Literal["priority", "newest"]
 
 
 class CreateTask(Request[TaskItem], frozen=True, kw_only=True):
@@ -42,10 +51,8 @@ class UpdateTask(Request[TaskItem], frozen=True, kw_only=True):
 
 class ListTasks(Request["list[TaskItem]"], frozen=True, kw_only=True):
     by: str
-    #: active | completed | all
-    filter: str = "active"
-    #: priority | newest
-    order: str = "priority"
+    filter: TaskFilter = "active"
+    order: TaskOrder = "priority"
 
 
 class ClaimTask(Request[TaskItem], frozen=True, kw_only=True):

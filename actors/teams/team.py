@@ -41,6 +41,8 @@ from .messages import (
     ReadMessages,
     SearchTasks,
     SendTeamMessage,
+    TaskFilter,
+    TaskOrder,
     TeamView,
     UpdateTask,
 )
@@ -258,7 +260,7 @@ class Team(EventSourcedActor[BoardState]):
         self._report_to_creator(task, by, result)
         return task
 
-    def _list(self, filter_: str, order: str) -> list[TaskItem]:
+    def _list(self, filter_: TaskFilter, order: TaskOrder) -> list[TaskItem]:
         if filter_ not in ("active", "completed", "all") or order not in ("priority", "newest"):
             raise Rejected("filter must be active, completed or all; order priority or newest")
         tasks = [

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from clawlog.events import EventStore, EventStoreError, SqliteBackend, open_store
+from clawlog.events import EventStore, EventStoreError, open_store
 
 from .errors import CliError
 
@@ -42,6 +42,8 @@ async def _open_sqlite(location: Path, *, read_only: bool) -> EventStore:
         raise CliError(f"{location}: no such file (run `clawlog demo` to create one)")
     if location.is_dir():
         raise CliError(f"{location} is a directory, not a clawlog log file")
+    from clawlog.events.backends.sqlite import SqliteBackend  # loads aiosqlite: only now
+
     try:
         return await open_store(SqliteBackend(location, read_only=read_only))
     except (EventStoreError, OSError) as exc:  # not a log, no access, a newer schema

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -16,10 +16,15 @@ __all__ = [
     "SubagentAnnounced",
     "SubagentArchived",
     "SubagentFinished",
+    "SubagentMode",
     "SubagentRefused",
     "SubagentSpawned",
     "SubagentSteered",
 ]
+
+#: async: the spawning tool returns at once and the result is announced later; sync: the
+#: spawning tool waits for the result.
+SubagentMode = Literal["async", "sync"]
 
 
 class AgentRegistered(Event, frozen=True, tag="agent.registered"):
@@ -55,8 +60,7 @@ class SubagentSpawned(Event, frozen=True, tag="subagent.spawned"):
     task: str
     label: str = ""
     depth: int = 1
-    #: async (result announced later) | sync (the calling tool waits)
-    mode: str = "async"
+    mode: SubagentMode = "async"
     at: float = 0.0
     #: The parent's session key (its stream is ``parent_session``).
     parent_key: str = ""

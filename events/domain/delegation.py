@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
 from ..base import Event
@@ -12,12 +14,17 @@ __all__ = [
     "DelegationCancelled",
     "DelegationCompleted",
     "DelegationFailed",
+    "DelegationMode",
     "DelegationRefused",
     "DelegationRequested",
     "DelegationRetried",
     "GateEvaluated",
     "LinkConfigured",
 ]
+
+#: sync: the delegate tool replies with the outcome; async: it replies at once and the
+#: outcome is announced to the source session later.
+DelegationMode = Literal["sync", "async"]
 
 
 class LinkConfigured(Event, frozen=True, tag="link.configured"):
@@ -36,7 +43,7 @@ class DelegationRequested(Event, frozen=True, tag="delegation.requested"):
     source: str
     target: str
     task: str
-    mode: str = "sync"
+    mode: DelegationMode = "sync"
     user: str = ""
     source_session: str = ""
     #: The source session's key (where async outcomes are announced).

@@ -19,7 +19,7 @@ name only, and arguments and URLs are scrubbed before they are recorded.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -28,6 +28,7 @@ from ..base import Event
 __all__ = [
     "EVENTS",
     "MCP_EVENTS",
+    "McpAccessDecision",
     "McpAccessRequested",
     "McpAccessReviewed",
     "McpAgentGrantRevoked",
@@ -39,6 +40,7 @@ __all__ = [
     "McpDisconnected",
     "McpEvent",
     "McpFailed",
+    "McpGrantScope",
     "McpReconnectScheduled",
     "McpServerConfigured",
     "McpServerEnabledChanged",
@@ -47,9 +49,16 @@ __all__ = [
     "McpToolSkipped",
     "McpToolsDiscovered",
     "McpToolsWithdrawn",
+    "McpTransport",
     "McpUserGrantRevoked",
     "McpUserGrantSet",
 ]
+
+McpTransport = Literal["stdio", "sse", "streamable-http"]
+#: Whom a grant is for: one agent, or one user (with any agent).
+McpGrantScope = Literal["agent", "user"]
+#: An operator's review of an access request.
+McpAccessDecision = Literal["approved", "rejected"]
 
 
 class McpToolInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -81,8 +90,7 @@ class McpToolSkipped(msgspec.Struct, frozen=True, kw_only=True):
 
 class McpServerConfigured(Event, frozen=True, tag="mcp.server_configured"):
     server: str
-    #: stdio | sse | streamable-http
-    transport: str
+    transport: McpTransport
     command: str = ""
     #: Scrubbed.
     args: list[str] = msgspec.field(default_factory=list)
@@ -116,7 +124,7 @@ class McpConnecting(Event, frozen=True, tag="mcp.connecting"):
     server: str
     #: 1 for the first try after a start, a loss or an operator's reconnect.
     attempt: int
-    transport: str = ""
+    transport: McpTransport | Literal[""] = ""
 
 
 class McpConnected(Event, frozen=True, tag="mcp.connected"):
@@ -164,7 +172,8 @@ class McpCallTimedOut(Event, frozen=True, tag="mcp.call_timed_out"):
 
 class McpDisconnected(Event, frozen=True, tag="mcp.disconnected"):
     server: str
-    #: connection_lost | health_check | call_timeout | reconfigured | disabled | removed
+    #: connection_lost, health_check, restart, stopped, reconfigured, disabled, removed,
+    #: or an operator's ``reconnect requested by <who>``: free text, so ``str``.
     cause: str
     error_kind: str = ""
     message: str = ""
@@ -228,8 +237,7 @@ class McpUserGrantRevoked(Event, frozen=True, tag="mcp.user_grant_revoked"):
 class McpAccessRequested(Event, frozen=True, tag="mcp.access_requested"):
     server: str
     request_id: str
-    #: agent | user
-    scope: str
+    scope: McpGrantScope
     #: The agent key or the user id the grant would be for.
     subject: str
     tool_allow: list[str] | None = None
@@ -240,8 +248,7 @@ class McpAccessRequested(Event, frozen=True, tag="mcp.access_requested"):
 class McpAccessReviewed(Event, frozen=True, tag="mcp.access_reviewed"):
     server: str
     request_id: str
-    #: approved | rejected
-    decision: str
+    decision: McpAccessDecision
     by: str = ""
     note: str = ""
 

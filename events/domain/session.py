@@ -109,7 +109,9 @@ class ModelReplied(Event, frozen=True, tag="session.model_replied"):
 class ModelFailed(Event, frozen=True, tag="session.model_failed"):
     turn_id: str
     iteration: int
-    #: rate_limited | server_error | timeout | auth | bad_request | malformed_reply | unavailable
+    #: The ``ModelError``'s kind (rate_limited, server_error, timeout, auth, bad_request,
+    #: malformed_reply, unavailable, script_exhausted, not_recorded, error), or the class
+    #: name of another exception a ``Model`` raised: an open set, so ``str``.
     kind: str
     message: str
     attempts: int = 1

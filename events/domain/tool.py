@@ -18,7 +18,7 @@ them. One call leaves, in order::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -27,6 +27,10 @@ from ..base import Event
 __all__ = [
     "EVENTS",
     "TOOL_EVENTS",
+    "ApprovalDecision",
+    "ApprovalOutcome",
+    "LoopPattern",
+    "RefusalStep",
     "ToolAllowlistChanged",
     "ToolApprovalDecided",
     "ToolApprovalRequested",
@@ -35,9 +39,21 @@ __all__ = [
     "ToolCallRefused",
     "ToolCallRequested",
     "ToolCallStarted",
+    "ToolDomain",
     "ToolEvent",
     "ToolLoopWarning",
 ]
+
+#: The pipeline step that refused a call.
+RefusalStep = Literal["resolve", "policy", "validation", "rate_limit", "loop_detection", "approval"]
+#: A person's answer to an approval request.
+ApprovalDecision = Literal["allow-once", "allow-always", "deny"]
+#: How an approval request ended: an answer, or ``timeout`` (which counts as deny).
+ApprovalOutcome = Literal[ApprovalDecision, "timeout"]
+#: orchestrator: runs in the clawlog process; container: meant for the Docker sandbox.
+ToolDomain = Literal["orchestrator", "container"]
+#: A repetition the loop detector recognises.
+LoopPattern = Literal["generic_repeat", "poll_no_progress", "ping_pong"]
 
 
 class ToolCallRequested(Event, frozen=True, tag="tool.call_requested"):
@@ -58,11 +74,11 @@ class ToolCallRefused(Event, frozen=True, tag="tool.call_refused"):
 
     call_id: str
     tool: str
-    #: resolve | policy | validation | rate_limit | loop_detection | approval
-    step: str
+    step: RefusalStep
     #: Why, in a few words (for audits); ``rule`` names the configuration that decided.
     reason: str
-    #: invalid_parameters | not_authorized | rate_limited | loop_detected ...
+    #: A ``tools.ErrorKind`` value: invalid_parameters, not_authorized, rate_limited,
+    #: loop_detected. ``str``, as in ``tool.call_failed``: the kinds are open.
     error_kind: str = "not_authorized"
     #: Seconds after which the same call may pass (rate limits).
     retry_after: float | None = None
@@ -99,8 +115,7 @@ class ToolApprovalRequested(Event, frozen=True, tag="tool.approval_requested"):
 class ToolApprovalDecided(Event, frozen=True, tag="tool.approval_decided"):
     call_id: str
     tool: str
-    #: allow-once | allow-always | deny | timeout (a timeout counts as deny)
-    decision: str
+    decision: ApprovalOutcome
     by: str = ""
     agent: str = ""
     session_key: str = ""
@@ -123,8 +138,7 @@ class ToolAllowlistChanged(Event, frozen=True, tag="tool.allowlist_changed"):
 class ToolCallStarted(Event, frozen=True, tag="tool.call_started"):
     call_id: str
     tool: str
-    #: orchestrator | container
-    domain: str = "orchestrator"
+    domain: ToolDomain = "orchestrator"
     agent: str = ""
     session_key: str = ""
     timeout_s: float = 0.0
@@ -151,7 +165,8 @@ class ToolCallFailed(Event, frozen=True, tag="tool.call_failed"):
 
     call_id: str
     tool: str
-    #: execution_failed | timeout | external_service | sandbox | interrupted ...
+    #: A ``tools.ErrorKind`` value (execution_failed, timeout, external_service, sandbox,
+    #: interrupted...) or a tool's own kind: an open set.
     error_kind: str
     message: str
     duration_ms: float = 0.0
@@ -168,8 +183,7 @@ class ToolLoopWarning(Event, frozen=True, tag="tool.loop_warning"):
 
     call_id: str
     tool: str
-    #: generic_repeat | poll_no_progress | ping_pong
-    pattern: str
+    pattern: LoopPattern
     count: int
     level: str = "warn"
     message: str = ""

@@ -18,14 +18,18 @@ could not be used (``sandbox.unavailable``, with what was done instead).
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
 from ..base import Event
 
 __all__ = [
     "EVENTS",
+    "ContainerRemovalReason",
     "ContextFileDeleted",
     "ContextFileWritten",
+    "ExitReason",
     "MemoryDocumentDeleted",
     "MemoryDocumentWritten",
     "ProcessExited",
@@ -37,6 +41,12 @@ __all__ = [
     "SandboxContainerStarted",
     "SandboxUnavailable",
 ]
+
+#: How a kept-running process ended: on its own, by ``process kill``, past its timeout,
+#: or by a signal.
+ExitReason = Literal["exited", "killed", "timeout", "signalled"]
+#: Why a sandbox container was removed.
+ContainerRemovalReason = Literal["session_end", "close", "recreate", "timeout_kill"]
 
 
 class ContextFileWritten(Event, frozen=True, tag="workspace.context_file_written"):
@@ -119,11 +129,11 @@ class ProcessSignalled(Event, frozen=True, tag="process.signalled"):
 
 
 class ProcessExited(Event, frozen=True, tag="process.exited"):
-    """The run ended. ``reason``: exited | killed | timeout | signalled | lost."""
+    """The run ended, for ``reason``."""
 
     process_id: str
     exit_code: int | None
-    reason: str = "exited"
+    reason: ExitReason = "exited"
     duration_ms: float = 0.0
     #: Characters of output in total, and whether the recorded output stops short of it.
     output_chars: int = 0
@@ -142,8 +152,8 @@ class SandboxContainerStarted(Event, frozen=True, tag="sandbox.container_started
 class SandboxContainerRemoved(Event, frozen=True, tag="sandbox.container_removed"):
     sandbox_key: str
     container_id: str
-    #: session_end | close | recreate | timeout_kill
-    reason: str = ""
+    #: ``""`` only as the default of an event without one (never written).
+    reason: ContainerRemovalReason | Literal[""] = ""
 
 
 class SandboxUnavailable(Event, frozen=True, tag="sandbox.unavailable"):

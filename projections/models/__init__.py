@@ -1,1 +1,11 @@
-"""Read models."""
+"""Read models, one module per model (each with its projection, row structs and reader).
+
+actors.py           ActorLifecycle: actor status, counters and incidents
+catalog.py          StreamCatalog: every stream with its kind and position range
+delegations.py      Delegations and SubagentTasks: their lifecycles, overdue ones
+handoff_routes.py   HandoffRoutes: which agent answers each (channel, chat_id)
+mcp_health.py       McpHealth: MCP servers, their tools, grants and access requests
+session_history.py  SessionHistory: each session's messages, tool calls and replies
+task_boards.py      TaskBoards: team task boards and teams
+tool_audit.py       ToolAudit: each tool call with how it ended and every reason given
+"""

@@ -2,6 +2,10 @@
 
 overdue = await DelegationReader(views).delegations(overdue_only=True)
 running = await SubagentTaskReader(views).tasks(agent="lead", status="running")
+
+This is the read side of delegations: it folds the ``link/`` streams with the rules the
+DelegationLink itself folds with (``events/folds/delegation.py``: when a delegation is due,
+how it ended, what is overdue).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from clawlog.events import RecordedEvent
+from clawlog.events.folds.delegation import deadline_of, delegation_end, is_overdue
 
 from ..readers import Reader, where
 
@@ -61,15 +66,9 @@ class Delegations:
                         event.mode,
                         event.task,
                         event.at,
-                        event.at + event.deadline_s,
+                        deadline_of(event),
                     ),
                 )
-            case "delegation.completed":
-                self._finish(conn, event.delegation_id, "completed", "", event.at)
-            case "delegation.failed":
-                self._finish(conn, event.delegation_id, "failed", event.reason, event.at)
-            case "delegation.cancelled":
-                self._finish(conn, event.delegation_id, "cancelled", "cancelled", event.at)
             case "delegation.retried":
                 conn.execute(
                     "UPDATE delegations SET attempts = ? WHERE delegation_id = ?",
@@ -80,16 +79,18 @@ class Delegations:
                     "UPDATE delegations SET announced = 1 WHERE delegation_id = ?",
                     (event.delegation_id,),
                 )
+            case _:  # completed, failed, cancelled
+                end = delegation_end(event)
+                if end is not None:
+                    conn.execute(
+                        "UPDATE delegations SET status = ?, reason = ?, finished_at = ? WHERE "
+                        "delegation_id = ?",
+                        (end.status, end.reason, end.finished_at, end.delegation_id),
+                    )
 
-    @staticmethod
-    def _finish(
-        conn: sqlite3.Connection, delegation_id: str, status: str, reason: str, at: float
-    ) -> None:
-        conn.execute(
-            "UPDATE delegations SET status = ?, reason = ?, finished_at = ? WHERE "
-            "delegation_id = ?",
-            (status, reason, at, delegation_id),
-        )
+
+#: :func:`is_overdue` as a query condition (its parameter: now).
+_OVERDUE = "status = 'running' AND deadline_at < ?"
 
 
 def overdue_delegations(conn: sqlite3.Connection, now: float | None = None) -> list[str]:
@@ -98,8 +99,7 @@ def overdue_delegations(conn: sqlite3.Connection, now: float | None = None) -> l
     return [
         row[0]
         for row in conn.execute(
-            "SELECT delegation_id FROM delegations WHERE status = 'running' AND deadline_at < ? "
-            "ORDER BY requested_at",
+            f"SELECT delegation_id FROM delegations WHERE {_OVERDUE} ORDER BY requested_at",
             (now,),
         )
     ]
@@ -197,7 +197,7 @@ class DelegationReader(Reader):
                 clauses.append(f"{column} = ?")
                 params.append(value)
         if overdue_only:
-            clauses.append("status = 'running' AND deadline_at < ?")
+            clauses.append(_OVERDUE)
             params.append(now)
         rows = await self.models.query(
             f"SELECT {_DELEGATION_COLUMNS} FROM delegations{where(clauses)} "
@@ -210,7 +210,7 @@ class DelegationReader(Reader):
 def _delegation(row: tuple[Any, ...], now: float) -> DelegationRecord:
     values = list(row)
     values[11] = bool(values[11])
-    overdue = values[5] == "running" and values[9] is not None and values[9] < now
+    overdue = is_overdue(values[5], values[9], now)
     return DelegationRecord(**dict(zip(_DELEGATION_FIELDS, [*values, overdue], strict=True)))
 
 

@@ -6,9 +6,9 @@ error, with its grants and access requests (what ``clawlog mcp`` shows).
     time = await health.server("time")                 # None if the log never named it
     tools = await health.tools("time")                 # offered or not, with annotations
 
-The fold follows the McpConnection actor's own (``actors.mcp.state.apply_mcp_event``) rule
-for rule, on tables: a test holds the rows equal to ``actors.mcp.read_mcp_health`` over
-the same log. ``since`` and the error times are the events' ``recorded_at``.
+A server's row is the connection fold the McpConnection actor decides on
+(:func:`clawlog.events.folds.mcp.fold_connection`): read, folded, written back. ``since``
+and the error times are the events' ``recorded_at``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,12 @@ from typing import Any, ClassVar
 import msgspec
 
 from clawlog.events import RecordedEvent
+from clawlog.events.folds.mcp import (
+    ServerConnection,
+    fold_connection,
+    request_scope,
+    review_status,
+)
 
 from ..readers import Reader, where
 
@@ -32,19 +38,28 @@ __all__ = [
 ]
 
 _UPSERT_SERVER = "INSERT OR IGNORE INTO mcp_health (server) VALUES (?)"
-#: In an UPDATE every right-hand side reads the old row: ``since`` moves only on a change.
-_MOVE = (
-    "UPDATE mcp_health SET since = CASE WHEN state = ?1 THEN since ELSE ?2 END, state = ?1, "
-    "removed = (?1 = 'removed') WHERE server = ?3"
+#: The columns of the connection fold (``ServerConnection`` without ``retrying``, which
+#: no rule reads and no reader shows).
+_CONNECTION = (
+    "transport",
+    "enabled",
+    "state",
+    "attempt",
+    "max_attempts",
+    "offered",
+    "server_name",
+    "server_version",
+    "last_error",
+    "last_error_kind",
+    "last_error_at",
+    "since",
 )
-_ERROR = (
-    "UPDATE mcp_health SET last_error_kind = ?, last_error = ?, last_error_at = ? WHERE server = ?"
-)
-_MOVE_BACK = _MOVE + " AND state IN ('disabled', 'removed')"
-_MOVE_UNLESS_OFF = _MOVE + " AND state NOT IN ('disabled', 'removed')"
-_OFFER = (
-    "UPDATE mcp_health SET offered = ?1, tools = CASE WHEN ?1 THEN discovered_names ELSE '[]' "
-    "END WHERE server = ?2"
+_READ_CONNECTION = f"SELECT {', '.join(_CONNECTION)} FROM mcp_health WHERE server = ?"
+#: ``tools``: the names offered now, the last discovered ones while ``offered``. (In an
+#: UPDATE every right-hand side reads the old row: the new values come as parameters.)
+_WRITE_CONNECTION = (
+    f"UPDATE mcp_health SET {', '.join(f'{c} = ?' for c in _CONNECTION)}, removed = ?, "
+    "tools = CASE WHEN ? THEN discovered_names ELSE '[]' END WHERE server = ?"
 )
 
 
@@ -103,71 +118,22 @@ class McpHealth:
     def handle(self, conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
         event: Any = recorded.event
         server: str = event.server
-        at = recorded.recorded_at
         conn.execute(_UPSERT_SERVER, (server,))
-        match recorded.type:
-            case "mcp.server_configured":
-                conn.execute(
-                    "UPDATE mcp_health SET transport = ?, enabled = ?, "
-                    "max_attempts = COALESCE(?, max_attempts) WHERE server = ?",
-                    (
-                        event.transport,
-                        event.enabled,
-                        _int_or_none(event.settings.get("max_attempts")),
-                        server,
-                    ),
-                )
-                if not event.enabled:
-                    conn.execute(_MOVE, ("disabled", at, server))
-                else:
-                    conn.execute(_MOVE_BACK, ("configured", at, server))
-            case "mcp.server_enabled_changed":
-                conn.execute(
-                    "UPDATE mcp_health SET enabled = ? WHERE server = ?", (event.enabled, server)
-                )
-                if not event.enabled:
-                    conn.execute(_MOVE, ("disabled", at, server))
-            case "mcp.server_removed":
-                conn.execute(_OFFER, (False, server))
-                conn.execute(_MOVE, ("removed", at, server))
-            case "mcp.connecting":
-                self._attempt(conn, server, event.attempt)
-                conn.execute(_MOVE, ("connecting", at, server))
-            case "mcp.connected":
-                conn.execute(
-                    "UPDATE mcp_health SET server_name = ?, server_version = ?, attempt = ? "
-                    "WHERE server = ?",
-                    (event.server_name, event.server_version, event.attempt, server),
-                )
-                conn.execute(_MOVE, ("connected", at, server))
-            case "mcp.connect_failed":
-                conn.execute(_ERROR, (event.error_kind, event.message, at, server))
-            case "mcp.tools_discovered":
-                self._discovered(conn, server, event)
-            case "mcp.tools_withdrawn":
-                conn.execute(_OFFER, (False, server))
-            case "mcp.call_timed_out":
-                message = f"{event.tool} got no answer within {event.timeout_s:g} s"
-                conn.execute(_ERROR, ("timeout", message, at, server))
-            case "mcp.disconnected":
-                if event.message:
-                    kind = event.error_kind or event.cause
-                    conn.execute(_ERROR, (kind, event.message, at, server))
-                conn.execute(_MOVE_UNLESS_OFF, ("disconnected", at, server))
-            case "mcp.reconnect_scheduled":
-                self._attempt(conn, server, event.attempt)
-                conn.execute(_MOVE, ("reconnecting", at, server))
-            case "mcp.failed":
-                conn.execute(_MOVE, ("failed", at, server))
-            case _:
-                _access(conn, server, recorded.type, event)
-
-    @staticmethod
-    def _attempt(conn: sqlite3.Connection, server: str, attempt: int) -> None:
-        conn.execute("UPDATE mcp_health SET attempt = ? WHERE server = ?", (attempt, server))
+        if recorded.type == "mcp.tools_discovered":
+            self._discovered(conn, server, event)
+        row = conn.execute(_READ_CONNECTION, (server,)).fetchone()
+        connection = ServerConnection(server=server, **dict(zip(_CONNECTION, row, strict=True)))
+        connection.enabled, connection.offered = bool(connection.enabled), bool(connection.offered)
+        if fold_connection(connection, event, recorded.recorded_at):
+            values = [getattr(connection, column) for column in _CONNECTION]
+            removed = connection.state == "removed"
+            conn.execute(_WRITE_CONNECTION, (*values, removed, connection.offered, server))
+        else:
+            _access(conn, server, recorded.type, event)
 
     @staticmethod
     def _discovered(conn: sqlite3.Connection, server: str, event: Any) -> None:
+        """The listing: every tool, offered or skipped (offering them is the fold's)."""
         conn.execute("DELETE FROM mcp_tools WHERE server = ?", (server,))
         conn.executemany(
             "INSERT OR REPLACE INTO mcp_tools VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -195,7 +161,6 @@ class McpHealth:
             "WHERE server = ?",
             (names, len(event.tools), len(event.skipped), server),
         )
-        conn.execute(_OFFER, (True, server))
 
 
 def _access(conn: sqlite3.Connection, server: str, tag: str, event: Any) -> None:
@@ -233,7 +198,7 @@ def _access(conn: sqlite3.Connection, server: str, tag: str, event: Any) -> None
                 (
                     server,
                     event.request_id,
-                    "user" if event.scope == "user" else "agent",
+                    request_scope(event),
                     event.subject,
                     _json_or_none(event.tool_allow),
                     event.reason,
@@ -241,16 +206,11 @@ def _access(conn: sqlite3.Connection, server: str, tag: str, event: Any) -> None
                 ),
             )
         case "mcp.access_reviewed":
-            status = "approved" if event.decision == "approved" else "rejected"
             conn.execute(
                 "UPDATE mcp_access_requests SET status = ?, reviewed_by = ?, note = ? "
                 "WHERE server = ? AND request_id = ?",
-                (status, event.by, event.note, server, event.request_id),
+                (review_status(event), event.by, event.note, server, event.request_id),
             )
-
-
-def _int_or_none(value: float | None) -> int | None:
-    return None if value is None else int(value)
 
 
 def _json_or_none(value: list[str] | None) -> str | None:

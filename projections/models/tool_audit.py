@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from clawlog.events import RecordedEvent
+from clawlog.events.domain.tool import ApprovalOutcome, RefusalStep
 
 from .._sql import insert_rows
 from ..readers import Reader, where
@@ -35,15 +36,14 @@ class AuditedCall(msgspec.Struct, frozen=True):
     agent: str | None
     session_key: str | None
     requested_at: float | None
-    #: The step that refused it: resolve, policy, validation, rate_limit, loop_detection,
-    #: approval (None if it was not refused).
-    refused_step: str | None
+    #: The step that refused it (None if it was not refused).
+    refused_step: RefusalStep | None
     #: Why it was refused, or the failure message of a call that ran and failed.
     reason: str | None
     error_kind: str | None
     finished_at: float | None
-    #: allow-once | allow-always | deny | timeout
-    decision: str | None
+    #: The approval's outcome (None if the call did not wait for one).
+    decision: ApprovalOutcome | None
     decided_by: str | None
     duration_ms: float | None
     truncated: bool | None

@@ -223,22 +223,28 @@ async def test_a_delegation_left_without_outcome_past_its_deadline_shows_as_over
 ) -> None:
     import time
 
-    from clawlog.actors.delegation.overview import delegation_overview
+    from clawlog.projections import DelegationReader, Delegations, ProjectionRunner, ReadModels
 
     system, ports, worker = await setup(tmp_path)
     await system.link_agents("boss", "worker")
     info = await ports.delegate(ctx(), "worker", "slow and abandoned", mode="async", deadline_s=30)
     done = await ports.delegate(ctx(), "worker", "quick one")
-    store = system.runtime.store
-    rows = await system.runtime.hub.run_async(delegation_overview(store))
-    assert [(r.delegation_id, r.status, r.overdue) for r in rows] == [
-        (info.delegation_id, "running", False),
-        (done.delegation_id, "completed", False),
-    ]
-    later = time.time() + 60  # the process died before the deadline timer could fire
-    overdue = await system.runtime.hub.run_async(
-        delegation_overview(store, now=later, overdue_only=True)
-    )
-    assert [r.delegation_id for r in overdue] == [info.delegation_id]
+    views = tmp_path / "views.db"
+
+    async def catch_up() -> None:  # on the hub's loop, where the System's store lives
+        async with ProjectionRunner(system.runtime.store, views, [Delegations()]) as runner:
+            await runner.catch_up()
+
+    await system.runtime.hub.run_async(catch_up())
+    async with ReadModels(views) as models:
+        reader = DelegationReader(models)
+        rows = await reader.delegations()
+        assert [(r.delegation_id, r.status, r.overdue) for r in rows] == [
+            (info.delegation_id, "running", False),
+            (done.delegation_id, "completed", False),
+        ]
+        later = time.time() + 60  # the process died before the deadline timer could fire
+        overdue = await reader.delegations(now=later, overdue_only=True)
+        assert [r.delegation_id for r in overdue] == [info.delegation_id]
     worker.release.set()
     await system.close()

@@ -13,7 +13,7 @@ import asyncio
 import sys
 
 from clawlog.events import ANY, EventMetadata, EventRegistry, open_store
-from tests.contracts.sample_events import Noted
+from clawlog.events.testing import Noted
 
 PRODUCERS = 8
 

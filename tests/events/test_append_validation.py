@@ -85,6 +85,8 @@ def valid(info: mi.Type) -> st.SearchStrategy[Any]:
     match info:
         case mi.StrType():
             return st.text(max_size=30)
+        case mi.LiteralType():
+            return st.sampled_from(info.values)
         case mi.IntType():
             return st.integers(min_value=-(2**63), max_value=2**64 - 1)
         case mi.FloatType():
@@ -118,6 +120,8 @@ def _plain(info: mi.Type) -> Any:
     match info:
         case mi.StrType():
             return "x"
+        case mi.LiteralType():
+            return info.values[0]
         case mi.IntType():
             return 1
         case mi.FloatType():

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import pytest
 
 from clawlog.events import ANY, EventRegistry, EventStore, RecordedEvent, SqliteBackend, open_store
-from tests.contracts.sample_events import Noted
+from clawlog.events.testing import Noted
 from tests.events.crash_child import append_of
 
 ROOT = Path(__file__).parents[2]

@@ -24,7 +24,7 @@ from clawlog.events import (
     open_store,
 )
 from clawlog.events.envelope import NewRecord
-from tests.contracts.sample_events import Noted
+from clawlog.events.testing import Noted
 
 
 class Renamed(Event, tag="test.renamed"):

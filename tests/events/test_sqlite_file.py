@@ -25,7 +25,7 @@ from clawlog.events import (
     VersionConflict,
     open_store,
 )
-from tests.contracts.sample_events import Counted, Noted
+from clawlog.events.testing import Counted, Noted
 
 ROOT = Path(__file__).parents[2]
 

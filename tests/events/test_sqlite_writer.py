@@ -22,7 +22,7 @@ from clawlog.events import (
     VersionConflict,
     open_store,
 )
-from tests.contracts.sample_events import Counted, Noted
+from clawlog.events.testing import Counted, Noted
 
 
 @pytest.fixture

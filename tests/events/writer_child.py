@@ -11,7 +11,7 @@ import asyncio
 import sys
 
 from clawlog.events import ANY, EventRegistry, open_store
-from tests.contracts.sample_events import Noted
+from clawlog.events.testing import Noted
 
 
 async def main(path: str) -> None:

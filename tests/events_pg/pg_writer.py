@@ -7,7 +7,7 @@ import sys
 
 from clawlog.events import EventRegistry, VersionConflict, open_store
 from clawlog.events.backends.postgres import PostgresBackend
-from tests.contracts.sample_events import Noted
+from clawlog.events.testing import Noted
 
 
 async def main(url: str, schema: str, who: str, versions: int) -> None:

@@ -24,8 +24,8 @@ from clawlog.events import (
     open_store,
 )
 from clawlog.events.backends.postgres import PostgresBackend
+from clawlog.events.testing import Noted
 from tests.actors.sample import Add, Added, Counter
-from tests.contracts.sample_events import Noted
 from tests.support.postgres import pg_ctl
 
 ROOT = Path(__file__).parents[2]

@@ -17,7 +17,8 @@ from clawlog.tools import (
     ToolRegistry,
     run_tool_call,
 )
-from clawlog.tools.exec import CommandCheck, ExecConfig, check_command, exec_tools
+from clawlog.tools.command_check import CommandCheck, check_command
+from clawlog.tools.exec import ExecConfig, exec_tools
 
 from .support import context
 

@@ -1,7 +1,8 @@
 """The MCP health read model and ``clawlog mcp``, on a log written by real servers:
 server-everything and mcp-server-time over stdio, a missing command that failed, and a
-server that was removed. The projection equals the actor's own fold, live equals rebuild,
-and the command shows state, tools and the last error."""
+server that was removed. The projection's rows are what the session did, live equals
+rebuild, they agree with the actor's own state over every kind of MCP event, and the
+command shows state, tools and the last error."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ import msgspec
 import pytest
 
 from clawlog.actors import System
-from clawlog.actors.mcp import McpServerConfig, mcp_servers, read_mcp_health
-from clawlog.events import SqliteBackend, open_store
+from clawlog.actors.mcp import McpServerConfig, McpServerState, McpServerStatus, mcp_servers
+from clawlog.actors.mcp.state import apply_mcp_event
+from clawlog.events import EventStore, SqliteBackend, open_store
+from clawlog.events.domain.mcp import MCP_EVENTS
 from clawlog.projections import McpHealth, McpHealthReader, ProjectionRunner, ReadModels, rebuild
 from clawlog.projections.testing import dump_tables, write_mixed_log
 from tests.mcp.conftest import (
@@ -91,26 +94,46 @@ def clawlog(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def test_the_projection_equals_the_actors_fold_and_a_rebuild(
+async def test_the_projection_shows_what_the_session_did_live_and_after_a_rebuild(
     recorded: RecordedLog, tmp_path: Path
 ) -> None:
     store = await open_store(recorded.log)
     try:
-        folded = await read_mcp_health(store, include_removed=True)
         rebuilt = tmp_path / "rebuilt.views.db"
         await rebuild(store, rebuilt, [McpHealth()], show_progress=False)
     finally:
         await store.close()
     assert dump_tables(recorded.live_views) == dump_tables(rebuilt)
     async with ReadModels(recorded.live_views) as views:
-        rows = await McpHealthReader(views).servers(include_removed=True)
-    assert [r.server for r in rows] == ["everything", "ghost", "notes", "time"]
-    for row, status in zip(rows, folded, strict=True):
-        expected = msgspec.to_builtins(status)
-        expected.pop("in_flight")
-        got = msgspec.to_builtins(row)
-        assert got.pop("removed") == (status.state == "removed")
-        assert got == expected
+        rows = {r.server: r for r in await McpHealthReader(views).servers(include_removed=True)}
+    assert sorted(rows) == ["everything", "ghost", "notes", "time"]
+    shown = {
+        name: (r.state, r.removed, r.enabled, r.transport, r.tools, r.attempt, r.max_attempts)
+        for name, r in rows.items()
+    }
+    assert shown == {
+        # closed with the system: disconnected, its tools withdrawn
+        "everything": ("disconnected", False, True, "stdio", [], 1, 8),
+        "ghost": ("failed", False, True, "stdio", [], 2, 2),
+        "notes": ("removed", True, True, "stdio", [], 1, 8),
+        "time": ("disconnected", False, True, "stdio", [], 1, 8),
+    }
+    everything, ghost, time = rows["everything"], rows["ghost"], rows["time"]
+    assert (everything.discovered, everything.skipped, everything.server_name) == (
+        13,
+        0,
+        "mcp-servers/everything",
+    )
+    assert (everything.agent_grants, everything.user_grants, everything.pending_requests) == (
+        1,
+        1,
+        0,
+    )
+    assert (ghost.discovered, ghost.last_error_kind) == (0, "connect_error")
+    assert ghost.last_error == f"command not found: {MISSING}"
+    assert 0 < ghost.last_error_at <= ghost.since  # the last attempt failed, then: failed
+    assert time.discovered >= 2 and not time.last_error
+    assert all(r.since > 0 for r in rows.values())
 
 
 async def test_the_reader_filters_by_state_and_lists_a_servers_tools(
@@ -201,7 +224,21 @@ def test_clawlog_mcp_refuses_a_missing_file_and_a_file_that_is_not_a_log(tmp_pat
     assert "Traceback" not in refused.stderr
 
 
-async def test_the_projection_equals_the_actors_fold_over_every_kind_of_mcp_event(
+async def actor_states(store: EventStore) -> list[McpServerStatus]:
+    """Every server's state as its McpConnection actor folds it on recovery, by name."""
+    states: dict[str, McpServerState] = {}
+    position = 1
+    while page := await store.read_all(position, 1000, stream_prefix="mcp/"):
+        for recorded in page:
+            if isinstance(recorded.event, MCP_EVENTS):
+                server: str = recorded.event.server  # type: ignore[attr-defined]
+                state = states.setdefault(server, McpServerState(server=server))
+                apply_mcp_event(state, recorded.event, recorded.recorded_at)
+        position = page[-1].position + 1
+    return [McpServerStatus.of(state) for _, state in sorted(states.items())]
+
+
+async def test_the_projection_agrees_with_the_actors_state_over_every_kind_of_mcp_event(
     tmp_path: Path,
 ) -> None:
     """The mixed log's servers go through timeouts, reconnects, failures, grants, reviews,
@@ -213,7 +250,7 @@ async def test_the_projection_equals_the_actors_fold_over_every_kind_of_mcp_even
             await write_mixed_log(store, 400, concurrency=8)
             async with ProjectionRunner(store, tmp_path / "views.db", [McpHealth()]) as runner:
                 await runner.catch_up()  # resumes where the last round stopped
-            folded = await read_mcp_health(store, include_removed=True)
+            folded = await actor_states(store)
             async with ReadModels(tmp_path / "views.db") as views:
                 rows = await McpHealthReader(views).servers(include_removed=True)
             assert len(rows) == len(folded) >= 1

@@ -10,14 +10,17 @@ import msgspec
 
 from clawlog.actors import System
 from clawlog.actors.agents import AgentConfig
-from clawlog.actors.mcp import (
-    HEALTH_COLUMNS,
-    McpServers,
-    health_rows,
-    mcp_servers,
-    read_mcp_health,
-)
+from clawlog.actors.mcp import McpServers, mcp_servers
+from clawlog.cli.mcp import SERVER_COLUMNS, server_row
+from clawlog.events import SqliteBackend, open_store
 from clawlog.events.domain.mcp import McpServerConfigured, McpToolsDiscovered
+from clawlog.projections import (
+    McpHealth,
+    McpHealthReader,
+    McpServerHealth,
+    ProjectionRunner,
+    ReadModels,
+)
 from tests.mcp.conftest import (
     FAST,
     Peers,
@@ -27,6 +30,19 @@ from tests.mcp.conftest import (
     types,
     wait_for_events,
 )
+
+
+async def health(log: Path, views: Path) -> list[McpServerHealth]:
+    """The MCP health read model in ``views``, caught up with the head of ``log`` (read by
+    a store of its own, as a runner in another process would)."""
+    store = await open_store(SqliteBackend(log, read_only=True))
+    try:
+        async with ProjectionRunner(store, views, [McpHealth()]) as runner:
+            await runner.catch_up()
+    finally:
+        await store.close()
+    async with ReadModels(views) as models:
+        return await McpHealthReader(models).servers()
 
 
 async def test_disabling_withdraws_the_tools_and_enabling_brings_them_back(
@@ -51,7 +67,7 @@ async def test_disabling_withdraws_the_tools_and_enabling_brings_them_back(
 
 
 async def test_removing_a_server_records_it_and_stops_its_connection(
-    peers: Peers, system: System, servers: McpServers
+    peers: Peers, system: System, servers: McpServers, tmp_path: Path
 ) -> None:
     await servers.add(everything_stdio(peers))
     await servers.grant_agent("everything", "main")
@@ -70,7 +86,7 @@ async def test_removing_a_server_records_it_and_stops_its_connection(
         "actor.stopped",
     ]
     assert not await servers.remove("everything")
-    assert [s.server for s in await read_mcp_health(system.store)] == []
+    assert [s.server for s in await health(tmp_path / "log.db", tmp_path / "views.db")] == []
 
 
 async def test_a_changed_configuration_reconnects_and_an_unchanged_one_does_nothing(
@@ -181,14 +197,14 @@ async def test_secrets_stay_out_of_the_log_and_out_of_results(
 async def test_grants_survive_a_restart_and_the_health_model_matches_the_live_status(
     peers: Peers, tmp_path: Path
 ) -> None:
-    location = tmp_path / "log.db"
+    location, views = tmp_path / "log.db", tmp_path / "views.db"
     async with System.open(location) as system:
         servers = mcp_servers(system)
         await servers.add(everything_stdio(peers))
         await servers.grant_agent("everything", "main", tool_allow=["echo"])
         await servers.wait_connected("everything", 20)
         [live] = await servers.status("everything")
-        [folded] = await read_mcp_health(system.store)
+        [folded] = await health(location, views)
         assert (folded.state, folded.tools, folded.server_name) == (
             live.state,
             live.tools,
@@ -197,7 +213,7 @@ async def test_grants_survive_a_restart_and_the_health_model_matches_the_live_st
         assert folded.since > 0
 
     async with System.open(location) as system:
-        [after_close] = await read_mcp_health(system.store)
+        [after_close] = await health(location, views)
         assert (after_close.state, after_close.tools) == ("disconnected", [])
         servers = mcp_servers(system)
         await servers.add(everything_stdio(peers))
@@ -207,8 +223,8 @@ async def test_grants_survive_a_restart_and_the_health_model_matches_the_live_st
         assert stream.count("mcp.server_configured") == 1  # unchanged: not recorded again
         assert stream.count("mcp.agent_grant_set") == 1
 
-        rows = health_rows(await read_mcp_health(system.store))
-        assert len(rows[0]) == len(HEALTH_COLUMNS)
+        rows = [server_row(s) for s in await health(location, views)]
+        assert len(rows[0]) == len(SERVER_COLUMNS)
         assert rows[0][:3] == ["everything", "connected", "stdio"]
         assert rows[0][3] == "13/13"
 
@@ -244,3 +260,28 @@ def test_the_folded_state_survives_a_snapshot_round_trip() -> None:
     copy = msgspec.msgpack.decode(msgspec.msgpack.encode(state), type=McpServerState)
     assert copy == state
     assert (copy.state, copy.max_attempts, copy.offered_names()) == ("connected", 3, ["mcp_x_a"])
+
+
+def test_the_connection_fold_moves_since_only_on_a_change_and_keeps_a_removal() -> None:
+    from clawlog.actors.mcp import McpServerState
+    from clawlog.events.domain.mcp import (
+        McpAgentGrantSet,
+        McpConnectFailed,
+        McpConnecting,
+        McpDisconnected,
+        McpServerRemoved,
+    )
+    from clawlog.events.folds.mcp import ServerConnection, fold_connection
+
+    assert issubclass(McpServerState, ServerConnection)  # the actor folds with it too
+    connection = ServerConnection(server="x")
+    assert fold_connection(connection, McpConnecting(server="x", attempt=1), at=1.0)
+    assert fold_connection(connection, McpConnecting(server="x", attempt=2), at=2.0)
+    assert (connection.state, connection.attempt, connection.since) == ("connecting", 2, 1.0)
+    failed = McpConnectFailed(server="x", attempt=2, error_kind="timeout", message="slow")
+    assert fold_connection(connection, failed, at=3.0)
+    assert (connection.last_error_kind, connection.last_error_at) == ("timeout", 3.0)
+    assert fold_connection(connection, McpServerRemoved(server="x"), at=4.0)
+    assert fold_connection(connection, McpDisconnected(server="x", cause="removed"), at=5.0)
+    assert (connection.state, connection.since) == ("removed", 4.0)
+    assert not fold_connection(connection, McpAgentGrantSet(server="x", agent="main"), at=6.0)

@@ -2,7 +2,6 @@
 
     processes = ProcessRegistry(record, scrub=pipeline.scrubber.scrub)
     tools = exec_tools(ExecConfig(), workspace=env, sandbox=manager, processes=processes)
-    check_command("rm -rf /")  # CommandCheck(action="refuse", ...): what exec would do
 
 ``record(stream, events)`` appends through the actor owning ``stream`` (the calling
 session's ``session/{agent}/{key}``); ``processes.close_session(...)`` at session end and
@@ -24,7 +23,6 @@ from ..errors import (
 from ..workspace.access import WorkspaceEnv
 from ..workspace.stores import Recorder
 from .analysis import CommandVerdict, analyze, match_deny
-from .check import CommandCheck, check_command
 from .config import ExecConfig
 from .env import BLOCKED_ENV, SAFE_ENV_VARS, command_env
 from .host import RUN_ID_ENV, HostProcess, kill_tree, sweep_run
@@ -46,7 +44,6 @@ __all__ = [
     "NEVER_AUTO_APPROVE",
     "RUN_ID_ENV",
     "SAFE_ENV_VARS",
-    "CommandCheck",
     "CommandDenied",
     "CommandPattern",
     "CommandTimedOut",
@@ -68,7 +65,6 @@ __all__ = [
     "SandboxRunner",
     "UnknownProcess",
     "analyze",
-    "check_command",
     "clip",
     "command_env",
     "exec_tools",

@@ -26,12 +26,23 @@ from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
 from .expand import expanded_views
-from .patterns import DANGEROUS, DENY, INJECTION, NEVER_AUTO_APPROVE, CommandPattern
+from .patterns import (
+    DANGEROUS,
+    DENY,
+    INJECTION,
+    NEVER_AUTO_APPROVE,
+    CommandPattern,
+    PatternCategory,
+)
 from .unwrap import MAX_DEPTH, Invocation, ParsedCommand, parse
 
-__all__ = ["CommandVerdict", "analyze", "match_deny"]
+__all__ = ["CommandCategory", "CommandVerdict", "analyze", "match_deny"]
 
 Action = Literal["allow", "approve", "deny"]
+#: What a refused or asked-for command matched: a pattern table, or ``structure`` (a
+#: command that cannot be checked: unparseable, nested too deep, a script made at run
+#: time).
+CommandCategory = Literal[PatternCategory, "structure"]
 
 _WHY = {
     "deny": "a destructive or forbidden command",
@@ -41,7 +52,7 @@ _WHY = {
     "never-auto-approve": "an irreversible operation",
 }
 #: What pipes into a shell, and how the seeds name that.
-_PRODUCERS = {
+_PRODUCERS: dict[str, tuple[CommandCategory, str]] = {
     "curl": ("deny", "curl | sh"),
     "wget": ("deny", "wget -O - | sh"),
     "base64": ("deny", "base64 -d | sh"),
@@ -56,8 +67,8 @@ _PRODUCERS = {
 
 class CommandVerdict(NamedTuple):
     action: Action
-    #: deny | dangerous | injection | structure | never-auto-approve ("" when allowed)
-    category: str = ""
+    #: "" when allowed.
+    category: CommandCategory | Literal[""] = ""
     #: The pattern's label (``rm -rf``, ``curl | sh``…).
     label: str = ""
     #: The view of the command that matched, for audits.

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 import string
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 __all__ = [
     "DANGEROUS",
@@ -47,7 +47,11 @@ __all__ = [
     "INJECTION",
     "NEVER_AUTO_APPROVE",
     "CommandPattern",
+    "PatternCategory",
 ]
+
+#: The table a pattern belongs to.
+PatternCategory = Literal["deny", "dangerous", "injection", "never-auto-approve"]
 
 _SEG = r"[^;&|\n]*"  # within one simple command
 _SH = r"(?:sudo\s+)?(?:/\S*/)?(?:ba|z|da|k|a|mk)?sh\b"
@@ -137,8 +141,7 @@ _SUBSTITUTED_INTO_SHELL = rf"{_SHELL_WORD}(?:\s+-\S+)*\s*\d*<\s*<\(\s*{_NETWORK_
 
 
 class CommandPattern(NamedTuple):
-    #: deny | dangerous | injection | never-auto-approve
-    category: str
+    category: PatternCategory
     #: The seed's spelling, for messages and audits.
     label: str
     regex: re.Pattern[str]
@@ -151,7 +154,7 @@ class CommandPattern(NamedTuple):
 
 
 def _p(
-    category: str,
+    category: PatternCategory,
     label: str,
     pattern: str,
     flags: int = 0,

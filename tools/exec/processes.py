@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 from clawlog.events import Event
 from clawlog.events.domain.workspace import (
+    ExitReason,
     ProcessExited,
     ProcessInput,
     ProcessOutput,
@@ -61,15 +62,15 @@ class ManagedProcess:
         self.timeout_s = timeout_s
         self.started = time.monotonic()
         self.ended: float | None = None
-        #: exited | killed | timeout | signalled (None while running)
-        self.reason: str | None = None
+        #: None while running.
+        self.reason: ExitReason | None = None
         self.exit_code: int | None = None
         #: Characters of output the model has been shown (``poll``).
         self.read_offset = 0
         #: Characters of output recorded as events.
         self.recorded_offset = 0
         self.watcher: asyncio.Task[None] | None = None
-        self.killed_by: str | None = None
+        self.killed_by: ExitReason | None = None
 
     @property
     def running(self) -> bool:
@@ -182,13 +183,13 @@ class ProcessRegistry:
                     if run.output.total - managed.recorded_offset >= _CHUNK_CHARS:
                         await self.flush(managed)
             code: int | None = ended.result()
-            reason = managed.killed_by or ("signalled" if (code or 0) < 0 else "exited")
+            reason: ExitReason = managed.killed_by or ("signalled" if (code or 0) < 0 else "exited")
         except TimeoutError:
             await run.kill()
             code, reason = run.returncode, "timeout"
         await self._finish(managed, code, reason)
 
-    async def _finish(self, managed: ManagedProcess, code: int | None, reason: str) -> None:
+    async def _finish(self, managed: ManagedProcess, code: int | None, reason: ExitReason) -> None:
         managed.exit_code, managed.reason, managed.ended = code, reason, time.monotonic()
         await self.flush(managed)
         total = managed.run.output.total
@@ -254,7 +255,7 @@ class ProcessRegistry:
             )
 
     # -- ending -------------------------------------------------------------------------
-    async def kill(self, managed: ManagedProcess, reason: str = "killed") -> None:
+    async def kill(self, managed: ManagedProcess, reason: ExitReason = "killed") -> None:
         if managed.running:
             managed.killed_by = reason
             await managed.run.kill()

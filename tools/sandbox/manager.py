@@ -31,7 +31,11 @@ from concurrent.futures import Executor
 from typing import Any, NamedTuple, TypeVar
 
 from clawlog.events import Event
-from clawlog.events.domain.workspace import SandboxContainerRemoved, SandboxContainerStarted
+from clawlog.events.domain.workspace import (
+    ContainerRemovalReason,
+    SandboxContainerRemoved,
+    SandboxContainerStarted,
+)
 from clawlog.events.logging import get_logger
 
 from ..errors import SandboxClosed, SandboxUnavailable
@@ -233,12 +237,12 @@ class SandboxManager:
             environment={"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
         )
 
-    async def release(self, key: str, reason: str = "session_end") -> None:
+    async def release(self, key: str, reason: ContainerRemovalReason = "session_end") -> None:
         """Remove ``key``'s container (the session ended). Nothing to do if it has none."""
         async with self._locks.setdefault(key, asyncio.Lock()):
             await self._remove(key, reason)
 
-    async def _remove(self, key: str, reason: str) -> None:
+    async def _remove(self, key: str, reason: ContainerRemovalReason) -> None:
         found = self._containers.pop(key, None)
         if found is None:
             return

@@ -20,11 +20,10 @@ from typing import Literal
 
 import msgspec
 
-# ``tools.approvals`` imports this package (for the analysis) before it is complete.
-from .. import approvals as _approvals
-from .analysis import analyze
-from .config import ExecConfig
-from .tool import ExecTool
+from . import approvals as _approvals
+from .exec.analysis import CommandCategory, analyze
+from .exec.config import ExecConfig
+from .exec.tool import ExecTool
 
 __all__ = ["CommandCheck", "check_command"]
 
@@ -43,9 +42,8 @@ class CommandCheck(msgspec.Struct, frozen=True, kw_only=True):
     #: The rule that decided (``deny pattern 'rm -rf'``, ``requires_approval_for``,
     #: ``ask=always``, ``no approval needed``...).
     rule: str = ""
-    #: exec's analysis of the command: ``deny``, ``dangerous``, ``injection``,
-    #: ``structure`` or ``never-auto-approve`` ("" when no pattern matched).
-    category: str = ""
+    #: exec's analysis of the command ("" when no pattern matched).
+    category: CommandCategory | Literal[""] = ""
     #: The label of the pattern that matched (``rm -rf``, ``curl | sh``...), or "".
     label: str = ""
     #: Whether an ``allow-always`` answer would allow it from then on (``ask`` only).

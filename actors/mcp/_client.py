@@ -32,7 +32,7 @@ from ._transport import WatchedReadStream, open_transport
 from .config import McpServerConfig
 from .sdk_errors import translate
 
-__all__ = ["Handshake", "Link"]
+__all__ = ["Handshake", "McpClient"]
 
 _STDERR_TAIL = 600
 _CLOSE_TIMEOUT_S = 10.0
@@ -48,8 +48,8 @@ class Handshake(NamedTuple):
     duration_ms: float
 
 
-class Link:
-    """A connection's lifetime: ``open`` → calls and pings → ``close`` (or loss)."""
+class McpClient:
+    """One connection's lifetime: ``open`` → calls and pings → ``close`` (or loss)."""
 
     def __init__(
         self, config: McpServerConfig, on_lost: Callable[[McpError], None] | None = None

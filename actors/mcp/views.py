@@ -1,4 +1,4 @@
-"""What every agent's gateway reads: each server's published view, copy-on-write.
+"""Each server's published view, copy-on-write: what every agent's gateway reads.
 
 Only a server's McpConnection actor publishes its view (after appending the events that
 changed it); readers in any thread take an immutable snapshot without locking. Asyncio
@@ -18,7 +18,7 @@ from clawlog.tools import Scrubber
 from .grants import Grant, filter_tools, resolve_access
 from .tool import McpTool
 
-__all__ = ["McpDirectory", "ServerView"]
+__all__ = ["ServerView", "ServerViews", "Views"]
 
 Views = Mapping[str, "ServerView"]
 _CACHE_LIMIT = 1024
@@ -40,8 +40,8 @@ class ServerView(NamedTuple):
     scrubber: Scrubber
 
 
-class McpDirectory:
-    """The servers of one System. Thread-safe."""
+class ServerViews:
+    """The published views of one System's servers. Thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -57,7 +57,8 @@ class McpDirectory:
         """Grows with every change: gateways resynchronize their registries on it."""
         return self._version
 
-    def views(self) -> Views:
+    def snapshot(self) -> Views:
+        """Every server's view now (an immutable mapping: publishing replaces it)."""
         return self._views
 
     def publish(self, view: ServerView) -> None:

@@ -1,0 +1,389 @@
+"""The store contract: what every storage backend must do, as tests to run against yours.
+
+A backend (see :class:`events.backends.base.StorageBackend`) proves itself by passing
+these tests, as clawlog's memory, SQLite and PostgreSQL backends do::
+
+    from pathlib import Path
+
+    from clawlog.events import StorageBackend
+    from clawlog.events.testing import StoreContract
+
+    class TestMyBackend(StoreContract):
+        async def make_backend(self, tmp_path: Path) -> StorageBackend:
+            return MyBackend(tmp_path / "log")  # unopened; the suite opens and closes it
+
+The suite needs pytest and pytest-asyncio (``pip install pytest pytest-asyncio``); this
+module imports them, the rest of clawlog does not. Each test gets a fresh backend. The
+sample events (``Noted``, ``Counted``, ``Memo``) are registered only in the contract's
+registry (:func:`contract_registry`); a test suite may use them for its own stores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import msgspec
+
+from .backends.base import ANY, NO_STREAM, StorageBackend
+from .base import Event, UnknownEvent
+from .domain import all_event_classes
+from .envelope import EventMetadata, NewRecord
+from .errors import (
+    IdempotencyKeyReused,
+    InvalidAppend,
+    MissingDependency,
+    PayloadTooLarge,
+    StoreClosed,
+    VersionConflict,
+)
+from .open import open_store
+from .registry import EventRegistry
+from .store import EventStore
+
+try:
+    import pytest
+    import pytest_asyncio
+except ImportError as exc:  # only this module needs them
+    raise MissingDependency(
+        "clawlog.events.testing needs pytest and pytest-asyncio: pip install pytest pytest-asyncio"
+    ) from exc
+
+__all__ = ["SAMPLE_EVENTS", "Counted", "Memo", "Noted", "StoreContract", "contract_registry"]
+
+
+class Noted(Event, frozen=True, tag="test.noted"):
+    text: str
+    n: int = 0
+
+
+class Counted(Event, frozen=True, tag="test.counted"):
+    amount: int
+
+
+class Memo(Event, frozen=True, tag="test.memo"):
+    """At schema 2: schema 1 had ``body`` instead of ``text`` and no ``words``."""
+
+    schema_version = 2
+    text: str
+    words: int = 0
+
+
+#: The events the contract appends, besides clawlog's own.
+SAMPLE_EVENTS = (Noted, Counted, Memo)
+
+
+def contract_registry() -> EventRegistry:
+    """clawlog's events plus the sample events: the registry the contract's stores use."""
+    return EventRegistry((*all_event_classes(), *SAMPLE_EVENTS))
+
+
+def _noted(n: int, text: str = "x") -> Noted:
+    return Noted(text=text, n=n)
+
+
+class _State(msgspec.Struct):
+    total: int
+    names: list[str]
+
+
+class StoreContract:
+    """The contract tests. Subclass it as ``Test<YourBackend>`` and define ``make_backend``.
+
+    Every test method takes the ``store`` fixture: an :class:`EventStore` opened on a fresh
+    backend from ``make_backend`` and closed after the test. Skip or fail from
+    ``make_backend`` (``pytest.skip``) when the backend's server is not available.
+    """
+
+    pytestmark = [pytest.mark.asyncio]
+
+    async def make_backend(self, tmp_path: Path) -> StorageBackend:
+        """A fresh, unopened backend with an empty log; ``tmp_path`` is the test's own."""
+        raise NotImplementedError("a StoreContract subclass defines make_backend()")
+
+    @pytest_asyncio.fixture
+    async def store(self, tmp_path: Path) -> AsyncIterator[EventStore]:
+        opened = await open_store(await self.make_backend(tmp_path), registry=contract_registry())
+        try:
+            yield opened
+        finally:
+            await opened.close()
+
+    async def test_append_assigns_gapless_positions_and_per_stream_versions(
+        self, store: EventStore
+    ) -> None:
+        a1 = await store.append("s/a", [_noted(1), _noted(2)], expected_version=NO_STREAM)
+        b1 = await store.append("s/b", [_noted(3)], expected_version=NO_STREAM)
+        a2 = await store.append("s/a", [_noted(4)], expected_version=2)
+        assert [e.position for e in a1 + b1 + a2] == [1, 2, 3, 4]
+        assert [e.version for e in a1] == [1, 2]
+        assert b1[0].version == 1 and a2[0].version == 3
+        read = await store.read_stream("s/a")
+        assert [e.event for e in read] == [_noted(1), _noted(2), _noted(4)]
+        assert await store.stream_version("s/a") == 3
+        assert await store.stream_version("s/none") == 0
+        assert await store.head_position() == 4
+
+    async def test_envelope_carries_metadata(self, store: EventStore) -> None:
+        meta = EventMetadata(correlation_id="turn-1", causation_id="msg-9", actor="session/a/u")
+        [recorded] = await store.append("s/meta", [_noted(1)], expected_version=ANY, metadata=meta)
+        [read] = await store.read_stream("s/meta")
+        assert read == recorded
+        assert (read.correlation_id, read.causation_id, read.actor) == (
+            "turn-1",
+            "msg-9",
+            "session/a/u",
+        )
+        assert read.type == "test.noted" and read.recorded_at > 1_700_000_000
+
+    async def test_read_stream_from_version_and_limit(self, store: EventStore) -> None:
+        await store.append("s/r", [_noted(i) for i in range(1, 6)], expected_version=NO_STREAM)
+        assert [e.version for e in await store.read_stream("s/r", from_version=3)] == [3, 4, 5]
+        assert [e.version for e in await store.read_stream("s/r", 2, limit=2)] == [2, 3]
+        assert await store.read_stream("s/empty") == []
+
+    async def test_no_stream_refuses_an_existing_stream(self, store: EventStore) -> None:
+        await store.append("s/x", [_noted(1)], expected_version=NO_STREAM)
+        with pytest.raises(VersionConflict) as info:
+            await store.append("s/x", [_noted(2)], expected_version=NO_STREAM)
+        assert (info.value.stream, info.value.expected, info.value.actual) == ("s/x", 0, 1)
+        assert len(await store.read_stream("s/x")) == 1
+
+    async def test_exact_version_mismatch_conflicts_and_writes_nothing(
+        self, store: EventStore
+    ) -> None:
+        await store.append("s/x", [_noted(1), _noted(2)], expected_version=NO_STREAM)
+        for wrong in (1, 3, 7):
+            with pytest.raises(VersionConflict):
+                await store.append("s/x", [_noted(9)], expected_version=wrong)
+        assert await store.stream_version("s/x") == 2
+        assert await store.head_position() == 2
+
+    async def test_any_appends_whatever_the_version(self, store: EventStore) -> None:
+        await store.append("s/any", [_noted(1)], expected_version=ANY)
+        await store.append("s/any", [_noted(2)], expected_version=ANY)
+        assert await store.stream_version("s/any") == 2
+
+    async def test_concurrent_appenders_to_one_stream_exactly_one_wins_each_version(
+        self,
+        store: EventStore,
+    ) -> None:
+        winners_per_version: dict[int, int] = {}
+        for version in range(5):
+            results = await asyncio.gather(
+                *(store.append("s/race", [_noted(i)], expected_version=version) for i in range(20)),
+                return_exceptions=True,
+            )
+            wins = [r for r in results if not isinstance(r, BaseException)]
+            losses = [r for r in results if isinstance(r, BaseException)]
+            assert all(isinstance(e, VersionConflict) for e in losses)
+            winners_per_version[version] = len(wins)
+        assert winners_per_version == {v: 1 for v in range(5)}
+        assert [e.version for e in await store.read_stream("s/race")] == [1, 2, 3, 4, 5]
+
+    async def test_one_conflict_does_not_fail_the_others_in_a_batch(
+        self, store: EventStore
+    ) -> None:
+        await store.append("s/c", [_noted(0)], expected_version=NO_STREAM)
+        results = await asyncio.gather(
+            store.append("s/ok1", [_noted(1)], expected_version=NO_STREAM),
+            store.append("s/c", [_noted(2)], expected_version=NO_STREAM),  # conflicts
+            store.append("s/ok2", [_noted(3)], expected_version=NO_STREAM),
+            return_exceptions=True,
+        )
+        assert isinstance(results[1], VersionConflict)
+        assert not isinstance(results[0], BaseException) and not isinstance(
+            results[2], BaseException
+        )
+        positions = sorted(e.position for r in (results[0], results[2]) for e in r)  # type: ignore[union-attr]
+        assert positions == [2, 3]  # gapless: the refused append consumed no position
+
+    async def test_idempotency_key_repeat_returns_original_and_writes_nothing(
+        self,
+        store: EventStore,
+    ) -> None:
+        meta = EventMetadata(idempotency_key="op-1")
+        first = await store.append(
+            "s/i", [_noted(1), _noted(2)], expected_version=NO_STREAM, metadata=meta
+        )
+        again = await store.append(
+            "s/i", [_noted(1), _noted(2)], expected_version=NO_STREAM, metadata=meta
+        )
+        assert [e.position for e in again] == [e.position for e in first]
+        assert [e.event for e in again] == [e.event for e in first]
+        assert await store.head_position() == 2
+        with pytest.raises(IdempotencyKeyReused):
+            await store.append("s/other", [_noted(3)], expected_version=ANY, metadata=meta)
+        assert await store.head_position() == 2
+
+    async def test_idempotency_key_repeated_concurrently_writes_once(
+        self, store: EventStore
+    ) -> None:
+        meta = EventMetadata(idempotency_key="op-2")
+        results = await asyncio.gather(
+            *(
+                store.append("s/i2", [_noted(7)], expected_version=ANY, metadata=meta)
+                for _ in range(10)
+            )
+        )
+        assert {r[0].position for r in results} == {1}
+        assert await store.head_position() == 1
+
+    async def test_read_all_in_global_order_with_limit_and_filters(self, store: EventStore) -> None:
+        await store.append("session/a/1", [_noted(1)], expected_version=ANY)
+        await store.append("team/t1", [Counted(amount=2)], expected_version=ANY)
+        await store.append("session/a/2", [Counted(amount=3)], expected_version=ANY)
+        await store.append("session_x/a", [_noted(4)], expected_version=ANY)
+        everything = await store.read_all()
+        assert [e.position for e in everything] == [1, 2, 3, 4]
+        assert [e.position for e in await store.read_all(2, limit=2)] == [2, 3]
+        sessions = await store.read_all(stream_prefix="session/")
+        assert [e.stream for e in sessions] == ["session/a/1", "session/a/2"]  # '_' is no wildcard
+        counted = await store.read_all(types=["test.counted"])
+        assert [e.position for e in counted] == [2, 3]
+        both = await store.read_all(stream_prefix="session/", types=["test.counted"])
+        assert [e.position for e in both] == [3]
+        assert await store.read_all(5) == []
+
+    async def test_subscribe_catches_up_then_follows_live_without_gap_or_duplicate(
+        self,
+        store: EventStore,
+    ) -> None:
+        for i in range(30):
+            await store.append(f"s/{i % 3}", [_noted(i)], expected_version=ANY)
+        total = 230
+        seen: list[int] = []
+
+        async def consume() -> None:
+            async with store.subscribe(1, batch_size=7) as subscription:
+                async for recorded in subscription:
+                    seen.append(recorded.position)
+                    if len(seen) == total:
+                        return
+
+        consumer = asyncio.create_task(consume())
+
+        async def producer(k: int) -> None:
+            for i in range(50):
+                await store.append(f"live/{k}", [_noted(i)], expected_version=ANY)
+                if i % 10 == 0:
+                    await asyncio.sleep(0)  # let the consumer interleave with the writers
+
+        await asyncio.gather(*(producer(k) for k in range(4)))
+        await asyncio.wait_for(consumer, 60)
+        assert seen == list(range(1, total + 1))
+
+    async def test_subscribe_with_filters_skips_unwanted_events(self, store: EventStore) -> None:
+        async with store.subscribe(1, types=["test.counted"], stream_prefix="b/") as subscription:
+            await store.append("a/1", [Counted(amount=1)], expected_version=ANY)
+            await store.append("b/1", [_noted(2)], expected_version=ANY)
+            await store.append("b/2", [Counted(amount=3)], expected_version=ANY)
+            first = await asyncio.wait_for(anext(subscription), 60)
+            assert (first.stream, first.position) == ("b/2", 3)
+            await store.append("b/3", [Counted(amount=4)], expected_version=ANY)
+            second = await asyncio.wait_for(anext(subscription), 60)
+            assert second.position == 4
+
+    async def test_subscription_ends_when_the_store_closes(self, store: EventStore) -> None:
+        subscription = store.subscribe(1)
+        first = asyncio.Event()
+
+        async def drain() -> int:
+            count = 0
+            async for _ in subscription:
+                count += 1
+                first.set()
+            return count
+
+        task = asyncio.create_task(drain())
+        await store.append("s/1", [_noted(1)], expected_version=ANY)
+        await asyncio.wait_for(first.wait(), 60)
+        await store.close()
+        assert await asyncio.wait_for(task, 60) == 1
+
+    async def test_snapshots_keep_the_latest_per_stream(self, store: EventStore) -> None:
+        assert await store.load_snapshot("s/snap", _State) is None
+        await store.save_snapshot("s/snap", 3, _State(total=3, names=["a"]))
+        await store.save_snapshot("s/snap", 7, _State(total=7, names=["a", "b"]))
+        await store.save_snapshot("s/snap", 5, _State(total=5, names=[]))  # older: ignored
+        await store.save_snapshot("s/other", 1, _State(total=1, names=[]))
+        snapshot = await store.load_snapshot("s/snap", _State)
+        assert snapshot is not None
+        assert (snapshot.version, snapshot.state) == (7, _State(total=7, names=["a", "b"]))
+
+    async def test_snapshot_of_another_shape_is_ignored(self, store: EventStore) -> None:
+        class Other(msgspec.Struct):
+            other: str
+
+        await store.save_snapshot("s/snap", 2, _State(total=2, names=[]))
+        assert await store.load_snapshot("s/snap", Other) is None
+
+    async def test_upcaster_is_applied_on_read(self, store: EventStore) -> None:
+        # Memo is at schema 2; schema 1 called the field "body". Write the old form as bytes.
+        old = msgspec.msgpack.encode({"type": "test.memo", "body": "hello"})
+        await store.backend.append(
+            "s/up", [NewRecord("test.memo", 1, old)], NO_STREAM, EventMetadata()
+        )
+        store.registry.register_upcaster(
+            "test.memo", 1, lambda d: {"type": "test.memo", "text": d["body"], "words": 1}
+        )
+        await store.append("s/up", [Memo(text="new", words=1)], expected_version=1)
+        assert [e.event for e in await store.read_stream("s/up")] == [
+            Memo(text="hello", words=1),
+            Memo(text="new", words=1),
+        ]
+
+    async def test_unknown_tag_is_preserved(self, store: EventStore) -> None:
+        await store.append("s/u", [Counted(amount=41)], expected_version=NO_STREAM)
+        older_reader = EventStore(store.backend, EventRegistry([Noted]))
+        [read] = await older_reader.read_stream("s/u")
+        assert isinstance(read.event, UnknownEvent)
+        assert read.event.type == "test.counted"
+        assert read.event.as_dict() == {"type": "test.counted", "amount": 41}
+        [again] = await store.read_stream("s/u")
+        assert again.event == Counted(amount=41)
+
+    @pytest.mark.parametrize(
+        ("stream", "events", "message"),
+        [
+            ("s/ok", [], "empty"),
+            ("s/ok", [{"type": "test.noted"}], "only events.Event"),
+            ("s/ok", [_noted(1), "x"], "only events.Event"),
+            ("has space", [_noted(1)], "invalid stream name"),
+            ("", [_noted(1)], "invalid stream name"),
+            ("a//b", [_noted(1)], "invalid stream name"),
+            ("/abs", [_noted(1)], "invalid stream name"),
+            ("a/%", [_noted(1)], "invalid stream name"),
+            ("nul\x00byte", [_noted(1)], "invalid stream name"),
+            ("x" * 257, [_noted(1)], "invalid stream name"),
+        ],
+    )
+    async def test_bad_appends_are_refused_and_write_nothing(
+        self, store: EventStore, stream: str, events: list[object], message: str
+    ) -> None:
+        with pytest.raises(InvalidAppend, match=message):
+            await store.append(stream, events, expected_version=ANY)  # type: ignore[arg-type]
+        assert await store.head_position() == 0
+
+    async def test_bad_expected_version_is_refused(self, store: EventStore) -> None:
+        for bad in (-2, "any", 1.0, None):
+            with pytest.raises(InvalidAppend, match="expected_version"):
+                await store.append("s/v", [_noted(1)], expected_version=bad)  # type: ignore[arg-type]
+        assert await store.head_position() == 0
+
+    async def test_oversized_payload_is_refused_and_writes_nothing(self, store: EventStore) -> None:
+        small = EventStore(store.backend, store.registry, max_payload_bytes=1000)
+        with pytest.raises(PayloadTooLarge, match="limit is 1000"):
+            await small.append("s/big", [_noted(1), Noted(text="y" * 2000)], expected_version=ANY)
+        assert await store.head_position() == 0
+
+    async def test_closed_store_refuses_everything_and_close_is_idempotent(
+        self, store: EventStore
+    ) -> None:
+        await store.close()
+        await store.close()
+        with pytest.raises(StoreClosed):
+            await store.append("s/c", [_noted(1)], expected_version=ANY)
+        with pytest.raises(StoreClosed):
+            await store.read_all()
