@@ -45,10 +45,16 @@ from clawlog.events.domain.actor import (
 from clawlog.events.logging import get_logger
 
 from ._bridge import AskEnvelope, LoopReply, ThreadReply
-from .errors import ActorCrashed, ActorDead, ActorUnavailable, Escalated, Rejected
+from .errors import (
+    ActorCrashed,
+    ActorDead,
+    ActorUnavailable,
+    Escalated,
+    Rejected,
+    StreamOwnedElsewhere,
+)
 from .internal import ChildEscalated, ChildStopped, IdleCheck, Ready, RecordLater, Resume
 from .messages import Message, Piped
-from .ownership import StreamOwnedElsewhere
 from .runtime import ActorHandle, Runtime
 from .supervision import FailureWindow, SupervisionPolicy, traceback_digest
 

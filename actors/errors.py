@@ -8,11 +8,13 @@ ActorError
  ├── ActorCrashed      the handler of an ask raised; the actor is being restarted
  ├── Escalated         a child failed too often and its supervisor gave up on it
  ├── Rejected          a handler refused a command (bad input); state is unchanged
+ │    └── DelegationError  a delegation ended without a usable result; says why
  ├── HubError          the I/O hub is not running, or was used from the wrong thread
  ├── SystemClosed      the System was closed; every public call raises it
  ├── InvalidArgument   a public call's argument is wrong (also a ValueError); names it
  │    ├── ArgumentTypeError  of the wrong type (also a TypeError): a model that is no Model
  │    └── MessageTooLarge    a message's text is over Limits.max_message_bytes
+ ├── StreamOwnedElsewhere  another process holds this stream's lease (PostgreSQL)
  ├── SubagentLimitError  spawning a subagent would pass a depth or concurrency limit
  ├── TurnCancelledError  an agent's turn was cancelled before it replied
  ├── TurnFailedError   an agent's turn ended without a reply (limit, model error, crash)
@@ -57,6 +59,7 @@ __all__ = [
     "ActorUnavailable",
     "ArgumentTypeError",
     "AskTimeout",
+    "DelegationError",
     "Escalated",
     "HubError",
     "InvalidArgument",
@@ -82,6 +85,7 @@ __all__ = [
     "ReplayError",
     "ReplyNotRecorded",
     "ScriptExhausted",
+    "StreamOwnedElsewhere",
     "SubagentLimitError",
     "SystemClosed",
     "TurnCancelledError",
@@ -189,6 +193,22 @@ class MessageTooLarge(InvalidArgument):
         )
         self.size = size
         self.limit = limit
+
+
+class DelegationError(Rejected):
+    """A delegation ended without a usable result; the message says why."""
+
+
+class StreamOwnedElsewhere(ActorError):
+    """Another process holds the lease of this stream."""
+
+    def __init__(self, stream: str, holder: str) -> None:
+        super().__init__(
+            f"stream {stream!r} is owned by another process ({holder}); send its "
+            "messages to that process, or wait for its lease to expire"
+        )
+        self.stream = stream
+        self.holder = holder
 
 
 class SubagentLimitError(ActorError):

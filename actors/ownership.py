@@ -19,23 +19,11 @@ from typing import Any
 from clawlog.events.backends.base import LeaseBackend
 from clawlog.events.logging import get_logger
 
-from .errors import ActorError
+from .errors import StreamOwnedElsewhere
 
-__all__ = ["StreamOwnedElsewhere", "StreamOwnership"]
+__all__ = ["StreamOwnership"]
 
 _log = get_logger(__name__)
-
-
-class StreamOwnedElsewhere(ActorError):
-    """Another process holds the lease of this stream."""
-
-    def __init__(self, stream: str, holder: str) -> None:
-        super().__init__(
-            f"stream {stream!r} is owned by another process ({holder}); send its "
-            "messages to that process, or wait for its lease to expire"
-        )
-        self.stream = stream
-        self.holder = holder
 
 
 class StreamOwnership:

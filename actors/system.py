@@ -371,7 +371,8 @@ class System:
                 or one takes a built-in's.
             InvalidSchema: a tool's parameters are not a JSON Schema that compiles.
         """
-        from clawlog.tools import EchoTool, JsonTool, TimeTool, Tool
+        from clawlog.tools import Tool
+        from clawlog.tools.builtins import EchoTool, JsonTool, TimeTool
 
         from .agents.actor_tools import ACTOR_TOOLS
         from .agents.message_tool import MessageTool

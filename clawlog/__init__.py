@@ -57,7 +57,7 @@ _EXPORTS: dict[str, str] = {
     "SessionStatus": "clawlog.actors.agents",
     "SubagentLimits": "clawlog.actors.agents",
     "Model": "clawlog.actors.providers",
-    "ModelError": "clawlog.actors.providers",
+    "ModelError": "clawlog.actors",
     "ScriptedModel": "clawlog.actors.providers",
     "OpenAIChatModel": "clawlog.actors.providers",
     "AnthropicModel": "clawlog.actors.providers",
@@ -154,10 +154,10 @@ if TYPE_CHECKING:
         UnknownAgent,
     )
     from clawlog.actors.agents import AgentConfig, SessionStatus, SubagentLimits
+    from clawlog.actors.errors import ModelError
     from clawlog.actors.providers import (
         AnthropicModel,
         Model,
-        ModelError,
         OpenAIChatModel,
         ScriptedModel,
         call,

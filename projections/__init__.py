@@ -18,31 +18,17 @@ from .errors import (
     ProjectionFailed,
     ReadModelsUnavailable,
 )
-from .models.actors import ActorIncident, ActorLifecycle, ActorLifecycleReader, ActorSummary
-from .models.catalog import StreamCatalog, StreamCatalogReader, StreamInfo
-from .models.delegations import (
-    DelegationReader,
-    DelegationRecord,
-    Delegations,
-    SubagentTask,
-    SubagentTaskReader,
-    SubagentTasks,
-    overdue_delegations,
-)
-from .models.handoff_routes import HandoffRoute, HandoffRouteReader, HandoffRoutes
-from .models.mcp_health import (
-    McpGrantRow,
-    McpHealth,
-    McpHealthReader,
-    McpServerHealth,
-    McpToolRow,
-)
-from .models.session_history import HistoryEntry, SessionHistory, SessionHistoryReader
-from .models.task_boards import BoardTask, TaskBoard, TaskBoardReader, TaskBoards
-from .models.tool_audit import AuditedCall, AuditReason, ToolAudit, ToolAuditReader
+from .models.actors import ActorLifecycle, ActorLifecycleReader
+from .models.catalog import StreamCatalog, StreamCatalogReader
+from .models.delegations import DelegationReader, Delegations, SubagentTaskReader, SubagentTasks
+from .models.handoff_routes import HandoffRouteReader, HandoffRoutes
+from .models.mcp_health import McpHealth, McpHealthReader
+from .models.session_history import SessionHistory, SessionHistoryReader
+from .models.task_boards import TaskBoardReader, TaskBoards
+from .models.tool_audit import ToolAudit, ToolAuditReader
 from .readers import Reader, ReadModels, open_read_models
 from .rebuild import rebuild
-from .replay import AsOf, TimelineQuery, read_timeline, state_as_of, timeline
+from .replay import AsOf, TimelineQuery, read_timeline, state_as_of
 from .runner import ProjectionRunner
 
 #: Every read model clawlog ships, in the order the CLI lists them.
@@ -60,28 +46,13 @@ ALL_PROJECTIONS = (
 
 __all__ = [
     "ALL_PROJECTIONS",
-    "ActorIncident",
-    "ActorLifecycle",
     "ActorLifecycleReader",
-    "ActorSummary",
     "AsOf",
-    "AuditReason",
-    "AuditedCall",
-    "BoardTask",
     "DelegationReader",
-    "DelegationRecord",
-    "Delegations",
     "Envelope",
-    "HandoffRoute",
     "HandoffRouteReader",
-    "HandoffRoutes",
-    "HistoryEntry",
     "InvalidProjection",
-    "McpGrantRow",
-    "McpHealth",
     "McpHealthReader",
-    "McpServerHealth",
-    "McpToolRow",
     "NotCaughtUp",
     "Projection",
     "ProjectionError",
@@ -91,25 +62,15 @@ __all__ = [
     "ReadModels",
     "ReadModelsUnavailable",
     "Reader",
-    "SessionHistory",
     "SessionHistoryReader",
-    "StreamCatalog",
     "StreamCatalogReader",
-    "StreamInfo",
-    "SubagentTask",
     "SubagentTaskReader",
-    "SubagentTasks",
-    "TaskBoard",
     "TaskBoardReader",
-    "TaskBoards",
     "TimelineQuery",
-    "ToolAudit",
     "ToolAuditReader",
     "open_read_models",
-    "overdue_delegations",
     "read_timeline",
     "rebuild",
     "state_as_of",
-    "timeline",
     "views_path_for",
 ]

@@ -39,21 +39,20 @@ from mcp import ClientSession, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 
 from clawlog.actors import System  # noqa: E402
-from clawlog.actors.mcp import McpServerConfig, McpTool, mcp_servers  # noqa: E402
+from clawlog.actors.mcp import McpServerConfig, mcp_servers  # noqa: E402
 from clawlog.actors.mcp.messages import CallTool  # noqa: E402
+from clawlog.actors.mcp.tool import McpTool  # noqa: E402
 from clawlog.tools import (  # noqa: E402
     FunctionTool,
     RateLimitConfig,
-    RateLimiter,
-    RecordingSink,
-    StoreSink,
     ToolContext,
     ToolPipeline,
     ToolRegistry,
     ToolResult,
     builtin_tools,
-    run_tool_call,
 )
+from clawlog.tools.driver import RecordingSink, StoreSink, run_tool_call  # noqa: E402
+from clawlog.tools.ratelimit import RateLimiter  # noqa: E402
 
 TOOL = "mcp_everything_echo"
 MAILBOX_TOOL = "echo_via_actor_mailbox"

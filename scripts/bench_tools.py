@@ -25,17 +25,9 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clawlog.events import open_store
-from clawlog.tools import (
-    FunctionTool,
-    RateLimitConfig,
-    RateLimiter,
-    RecordingSink,
-    StoreSink,
-    ToolContext,
-    ToolPipeline,
-    ToolRegistry,
-    run_tool_call,
-)
+from clawlog.tools import FunctionTool, RateLimitConfig, ToolContext, ToolPipeline, ToolRegistry
+from clawlog.tools.driver import RecordingSink, StoreSink, run_tool_call
+from clawlog.tools.ratelimit import RateLimiter
 
 
 async def noop(ctx: ToolContext, args: dict[str, Any]) -> str:

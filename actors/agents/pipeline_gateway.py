@@ -28,18 +28,16 @@ from clawlog.events.domain.tool import (
 from clawlog.tools import (
     ApprovalConfig,
     ExecutionFailed,
-    NeedsApproval,
     PolicyConfig,
-    PolicyEngine,
-    Ready,
-    Refused,
     ToolContext,
     ToolPipeline,
     ToolPolicy,
     ToolRegistry,
     ToolResult,
 )
+from clawlog.tools.decisions import NeedsApproval, Ready, Refused
 from clawlog.tools.finish import DEFAULT_MAX_RESULT_CHARS
+from clawlog.tools.policy import PolicyEngine
 
 from ..errors import Rejected
 from ..providers.base import ToolSpec

@@ -33,7 +33,7 @@ from clawlog.events.domain.delegation import (
 from .._bridge import AskEnvelope
 from ..actor import DEFERRED, EventSourcedActor
 from ..agents.messages import CancelTurn, SendMessage
-from ..errors import ActorDead, Rejected
+from ..errors import ActorDead, DelegationError, Rejected
 from ..messages import Message, Piped
 from .gates import evaluate_gates, gate_decision, gate_name, gates_for, revision_prompt
 from .messages import (
@@ -47,15 +47,11 @@ from .messages import (
 )
 from .state import apply_link_event
 
-__all__ = ["DelegationError", "DelegationLink", "link_stream"]
+__all__ = ["DelegationLink", "link_stream"]
 
 
 def link_stream(source: str, target: str) -> str:
     return f"link/{source}->{target}"
-
-
-class DelegationError(Rejected):
-    """A delegation ended without a usable result; the message says why."""
 
 
 class _TurnReply:

@@ -20,55 +20,20 @@ read model: ``events/folds/mcp.py``); ``gateway.py``, ``tool.py``, ``discovery.p
 log is the read model ``projections.McpHealth`` (``McpHealthReader``, ``clawlog mcp``).
 """
 
-from ..errors import (
-    McpAccessError,
-    McpCallTimeout,
-    McpConfigError,
-    McpConnectError,
-    McpConnectionLost,
-    McpError,
-    McpProtocolError,
-    McpUnavailable,
-)
 from .api import McpServers, mcp_servers
-from .config import McpServerConfig, Transport, load_servers_file, registered_name
-from .connection import McpConnection, mcp_stream
-from .discovery import discover_tools
-from .gateway import McpGateway
-from .grants import EVERYONE, Access, AccessRequest, Grant, resolve_access, tool_permitted
-from .state import ConnectionState, McpServerState, McpServerStatus
-from .tool import McpTool
-from .views import ServerView, ServerViews
+from .config import McpServerConfig, Transport, load_servers_file
+from .grants import EVERYONE, AccessRequest, Grant
+from .state import ConnectionState, McpServerStatus
 
 __all__ = [
     "EVERYONE",
-    "Access",
     "AccessRequest",
     "ConnectionState",
     "Grant",
-    "McpAccessError",
-    "McpCallTimeout",
-    "McpConfigError",
-    "McpConnectError",
-    "McpConnection",
-    "McpConnectionLost",
-    "McpError",
-    "McpGateway",
-    "McpProtocolError",
     "McpServerConfig",
-    "McpServerState",
     "McpServerStatus",
     "McpServers",
-    "McpTool",
-    "McpUnavailable",
-    "ServerView",
-    "ServerViews",
     "Transport",
-    "discover_tools",
     "load_servers_file",
     "mcp_servers",
-    "mcp_stream",
-    "registered_name",
-    "resolve_access",
-    "tool_permitted",
 ]

@@ -8,7 +8,8 @@ from typing import Any
 import mcp.types as mt
 
 from clawlog.events.domain.mcp import McpToolInfo, McpToolSkipped
-from clawlog.tools import PROTECTED_NAMES, InvalidSchema, Scrubber, compile_validator
+from clawlog.tools import PROTECTED_NAMES, InvalidSchema, Scrubber
+from clawlog.tools.schemas import compile_validator
 
 from .config import McpServerConfig, registered_name
 

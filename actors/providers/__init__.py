@@ -4,17 +4,6 @@ The HTTP clients own one ``httpx.AsyncClient`` each, created on first use in the
 that calls them (the System's I/O hub); close them with ``await model.aclose()``.
 """
 
-from ..errors import (
-    MalformedReply,
-    ModelAuthError,
-    ModelBadRequest,
-    ModelError,
-    ModelRateLimited,
-    ModelServerError,
-    ModelTimeout,
-    ModelUnavailable,
-    ScriptExhausted,
-)
 from .anthropic import AnthropicModel
 from .base import ChatMessage, Model, ModelReply, ModelRequest, ToolCall, ToolSpec, Usage
 from .openai import OpenAIChatModel
@@ -24,20 +13,11 @@ from .scripted import ScriptedModel, call, calls, reply
 __all__ = [
     "AnthropicModel",
     "ChatMessage",
-    "MalformedReply",
     "Model",
-    "ModelAuthError",
-    "ModelBadRequest",
-    "ModelError",
-    "ModelRateLimited",
     "ModelReply",
     "ModelRequest",
-    "ModelServerError",
-    "ModelTimeout",
-    "ModelUnavailable",
     "OpenAIChatModel",
     "RetryPolicy",
-    "ScriptExhausted",
     "ScriptedModel",
     "ToolCall",
     "ToolSpec",

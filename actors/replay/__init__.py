@@ -10,46 +10,18 @@ divergence.
         print(report.divergence.kind, report.divergence.position)
 """
 
-from ..errors import NothingRecorded, ReplayError, ReplyNotRecorded
-from .compare import Divergence, DivergenceKind, compare_turn
-from .engine import KNOWN_TOOLS, ConfigChange, RerunReport, deny_tools, rerun
-from .folds import STATE_FOLDS, StateFold, fold_for, stream_state_as_of
-from .recording import (
-    LogReader,
-    RecordedCall,
-    RecordedIteration,
-    RecordedTurn,
-    config_before,
-    parse_turns,
-    read_session,
-)
-from .serving import REPLAY_APPROVER, ContextNote, RecordedTool, ReplayGateway, ReplayModel
+from .compare import Divergence, DivergenceKind
+from .engine import ConfigChange, RerunReport, deny_tools, rerun
+from .folds import stream_state_as_of
+from .recording import RecordedTurn, read_session
 
 __all__ = [
-    "KNOWN_TOOLS",
-    "REPLAY_APPROVER",
-    "STATE_FOLDS",
     "ConfigChange",
-    "ContextNote",
     "Divergence",
     "DivergenceKind",
-    "LogReader",
-    "NothingRecorded",
-    "RecordedCall",
-    "RecordedIteration",
-    "RecordedTool",
     "RecordedTurn",
-    "ReplayError",
-    "ReplayGateway",
-    "ReplayModel",
-    "ReplyNotRecorded",
     "RerunReport",
-    "StateFold",
-    "compare_turn",
-    "config_before",
     "deny_tools",
-    "fold_for",
-    "parse_turns",
     "read_session",
     "rerun",
     "stream_state_as_of",

@@ -10,11 +10,11 @@ from clawlog.events import EventStore
 from clawlog.projections import (
     DelegationReader,
     HandoffRouteReader,
-    HistoryEntry,
     SessionHistoryReader,
     TaskBoardReader,
     ToolAuditReader,
 )
+from clawlog.projections.models.session_history import HistoryEntry
 
 from .errors import CliError
 from .render import emit_json, table

@@ -32,7 +32,7 @@ __all__ = ["print_report", "replay"]
 async def replay(store: EventStore, args: argparse.Namespace) -> int:
     """Run the replay command; the exit status is 1 when a re-run diverged, else 0."""
     # Imported here, not at the top: the runtime loads only when a replay runs.
-    from clawlog.actors.replay import ReplayError
+    from clawlog.actors.errors import ReplayError
 
     try:
         if args.rerun is not None:

@@ -17,14 +17,20 @@ __all__ = [
     "SubagentArchived",
     "SubagentFinished",
     "SubagentMode",
+    "SubagentOutcome",
     "SubagentRefused",
     "SubagentSpawned",
+    "SubagentStatus",
     "SubagentSteered",
 ]
 
 #: async: the spawning tool returns at once and the result is announced later; sync: the
 #: spawning tool waits for the result.
 SubagentMode = Literal["async", "sync"]
+#: How a subagent task ended.
+SubagentOutcome = Literal["completed", "failed", "cancelled"]
+#: A subagent task: running until ``subagent.finished``, then how it ended.
+SubagentStatus = Literal["running", SubagentOutcome]
 
 
 class AgentRegistered(Event, frozen=True, tag="agent.registered"):
@@ -75,10 +81,10 @@ class SubagentRefused(Event, frozen=True, tag="subagent.refused"):
 
 
 class SubagentFinished(Event, frozen=True, tag="subagent.finished"):
-    """On ``agent/{key}``: completed | failed | cancelled."""
+    """On ``agent/{key}``: a subagent task ended."""
 
     task_id: str
-    status: str
+    status: SubagentOutcome
     result: str = ""
     error: str = ""
     at: float = 0.0

@@ -13,11 +13,13 @@ __all__ = [
     "DelegationAnnounced",
     "DelegationCancelled",
     "DelegationCompleted",
+    "DelegationEndStatus",
     "DelegationFailed",
     "DelegationMode",
     "DelegationRefused",
     "DelegationRequested",
     "DelegationRetried",
+    "DelegationStatus",
     "GateEvaluated",
     "LinkConfigured",
 ]
@@ -25,6 +27,10 @@ __all__ = [
 #: sync: the delegate tool replies with the outcome; async: it replies at once and the
 #: outcome is announced to the source session later.
 DelegationMode = Literal["sync", "async"]
+#: How a delegation ended (its outcome event: completed, failed or cancelled).
+DelegationEndStatus = Literal["completed", "failed", "cancelled"]
+#: A delegation: running until an outcome event; then how it ended.
+DelegationStatus = Literal["running", DelegationEndStatus]
 
 
 class LinkConfigured(Event, frozen=True, tag="link.configured"):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
 from ..base import Event
@@ -18,8 +20,13 @@ __all__ = [
     "TeamTaskCreated",
     "TeamTaskUnblocked",
     "TeamTaskUpdated",
+    "TaskStatus",
     "TeammateActivated",
 ]
+
+#: A board task. blocked: waits for an open task it is blocked by; pending: may be
+#: claimed. (Folded from the events, not written in one.)
+TaskStatus = Literal["blocked", "pending", "claimed", "completed"]
 
 
 class TeamMember(msgspec.Struct, frozen=True, kw_only=True):

@@ -27,9 +27,11 @@ from ..base import Event
 __all__ = [
     "EVENTS",
     "TOOL_EVENTS",
+    "AllowlistMatch",
     "ApprovalDecision",
     "ApprovalOutcome",
     "LoopPattern",
+    "LoopWarningLevel",
     "RefusalStep",
     "ToolAllowlistChanged",
     "ToolApprovalDecided",
@@ -54,6 +56,12 @@ ApprovalOutcome = Literal[ApprovalDecision, "timeout"]
 ToolDomain = Literal["orchestrator", "container"]
 #: A repetition the loop detector recognises.
 LoopPattern = Literal["generic_repeat", "poll_no_progress", "ping_pong"]
+#: The level a loop warning is recorded at: only warnings are (a loop past the critical
+#: threshold refuses the call, as ``tool.call_refused``), always with the default.
+LoopWarningLevel = Literal["warn"]
+#: How an allowlist pattern matches a call's subject. exact: equal to the pattern (what
+#: allow-always adds); glob: fnmatch (operator entries such as ``git status*``).
+AllowlistMatch = Literal["exact", "glob"]
 
 
 class ToolCallRequested(Event, frozen=True, tag="tool.call_requested"):
@@ -130,8 +138,7 @@ class ToolAllowlistChanged(Event, frozen=True, tag="tool.allowlist_changed"):
     added: bool = True
     by: str = ""
     agent: str = ""
-    #: exact: the call's subject must equal ``pattern``; glob: fnmatch (operator entries).
-    match: str = "exact"
+    match: AllowlistMatch = "exact"
     call_id: str = ""
 
 
@@ -185,7 +192,7 @@ class ToolLoopWarning(Event, frozen=True, tag="tool.loop_warning"):
     tool: str
     pattern: LoopPattern
     count: int
-    level: str = "warn"
+    level: LoopWarningLevel = "warn"
     message: str = ""
     agent: str = ""
     session_key: str = ""

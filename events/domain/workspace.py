@@ -33,6 +33,7 @@ __all__ = [
     "MemoryDocumentDeleted",
     "MemoryDocumentWritten",
     "ProcessExited",
+    "ProcessHost",
     "ProcessInput",
     "ProcessOutput",
     "ProcessSignalled",
@@ -40,6 +41,8 @@ __all__ = [
     "SandboxContainerRemoved",
     "SandboxContainerStarted",
     "SandboxUnavailable",
+    "SandboxUnavailableAction",
+    "WorkspaceAccess",
 ]
 
 #: How a kept-running process ended: on its own, by ``process kill``, past its timeout,
@@ -47,6 +50,13 @@ __all__ = [
 ExitReason = Literal["exited", "killed", "timeout", "signalled"]
 #: Why a sandbox container was removed.
 ContainerRemovalReason = Literal["session_end", "close", "recreate", "timeout_kill"]
+#: Where a command runs: on this machine, or in the Docker sandbox.
+ProcessHost = Literal["host", "sandbox"]
+#: How the sandbox mounts the workspace: read-only or read-write.
+WorkspaceAccess = Literal["ro", "rw"]
+#: What ran instead when the sandbox could not: nothing (``ExecConfig.sandbox_fallback``
+#: ``refuse``), or the command on the host (``host``).
+SandboxUnavailableAction = Literal["refused", "host_fallback"]
 
 
 class ContextFileWritten(Event, frozen=True, tag="workspace.context_file_written"):
@@ -96,8 +106,7 @@ class ProcessStarted(Event, frozen=True, tag="process.started"):
     command: str
     agent: str = ""
     session_key: str = ""
-    #: ``host`` or ``sandbox``.
-    host: str = "host"
+    host: ProcessHost = "host"
     #: Working directory relative to the workspace (``""`` is its root).
     workdir: str = ""
     call_id: str = ""
@@ -144,8 +153,7 @@ class SandboxContainerStarted(Event, frozen=True, tag="sandbox.container_started
     sandbox_key: str
     container_id: str
     image: str
-    #: ``ro`` or ``rw``.
-    workspace_access: str = "ro"
+    workspace_access: WorkspaceAccess = "ro"
     network: str = "none"
 
 
@@ -158,11 +166,11 @@ class SandboxContainerRemoved(Event, frozen=True, tag="sandbox.container_removed
 
 class SandboxUnavailable(Event, frozen=True, tag="sandbox.unavailable"):
     """The sandbox was configured but could not run a command; ``action`` says what
-    happened instead: ``refused`` or ``host_fallback``."""
+    happened instead."""
 
     sandbox_key: str
     reason: str
-    action: str
+    action: SandboxUnavailableAction
     call_id: str = ""
     tool: str = "exec"
     details: dict[str, str] = msgspec.field(default_factory=dict)

@@ -41,6 +41,8 @@ def test_every_error_of_the_package_derives_from_the_one_root() -> None:
     raised = [getattr(errors, name) for name in errors.__all__]
     assert all(issubclass(cls, errors.ActorError) for cls in raised)
     assert {"ModelError", "ReplayError", "McpError", "SubagentLimitError"} <= set(errors.__all__)
+    # ...and the package exports every one of them: one place to import an error from.
+    assert set(errors.__all__) <= set(actors.__all__)
 
 
 def _importers(package: str, forbidden: tuple[str, ...]) -> list[str]:

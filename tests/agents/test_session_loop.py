@@ -9,7 +9,8 @@ import pytest
 
 from clawlog.actors import ActorDead, System, TurnCancelledError, TurnFailedError
 from clawlog.actors.agents import AgentConfig
-from clawlog.actors.providers import ModelServerError, ScriptedModel, reply
+from clawlog.actors.errors import ModelServerError
+from clawlog.actors.providers import ScriptedModel, reply
 from tests.agents.support import GatedModel, types, wait_threading_event
 
 

@@ -15,7 +15,7 @@ from clawlog.actors.agents import AgentConfig
 from clawlog.actors.providers import ScriptedModel, call
 from clawlog.tools.sandbox import SandboxConfig
 from clawlog.tools.sandbox.manager import LABEL_KEY
-from clawlog.tools.workspace import user_directory
+from clawlog.tools.workspace.access import user_directory
 from tests.agents.test_workspace_tools import (
     USER,
     completed,

@@ -17,7 +17,7 @@ from clawlog.actors.workspace import AgentWorkspaces
 from clawlog.events import RecordedEvent
 from clawlog.events.domain.tool import ToolCallCompleted, ToolCallFailed, ToolCallRefused
 from clawlog.events.domain.workspace import ProcessStarted
-from clawlog.tools.workspace import user_directory
+from clawlog.tools.workspace.access import user_directory
 from tests.agents.support import types
 
 USER = "telegram:42"

@@ -9,15 +9,10 @@ import pytest
 
 from clawlog.actors import Rejected, System
 from clawlog.actors.agents import AgentConfig, CallerContext
-from clawlog.actors.delegation import DelegationError
+from clawlog.actors.delegation.link import DelegationError
 from clawlog.actors.delegation.ports import DelegationPorts
-from clawlog.actors.providers import (
-    ModelReply,
-    ModelRequest,
-    ModelServerError,
-    ScriptedModel,
-    reply,
-)
+from clawlog.actors.errors import ModelServerError
+from clawlog.actors.providers import ModelReply, ModelRequest, ScriptedModel, reply
 from tests.agents.support import Gate
 
 
@@ -223,7 +218,8 @@ async def test_a_delegation_left_without_outcome_past_its_deadline_shows_as_over
 ) -> None:
     import time
 
-    from clawlog.projections import DelegationReader, Delegations, ProjectionRunner, ReadModels
+    from clawlog.projections import DelegationReader, ProjectionRunner, ReadModels
+    from clawlog.projections.models.delegations import Delegations
 
     system, ports, worker = await setup(tmp_path)
     await system.link_agents("boss", "worker")

@@ -8,7 +8,7 @@ import pytest
 
 from clawlog.actors import System
 from clawlog.actors.agents import AgentConfig, CallerContext, QualityGate
-from clawlog.actors.delegation import DelegationError
+from clawlog.actors.delegation.link import DelegationError
 from clawlog.actors.providers import ModelRequest, ScriptedModel, reply
 
 

@@ -13,7 +13,7 @@ import asyncpg
 import pytest
 
 from clawlog.actors import System
-from clawlog.actors.ownership import StreamOwnedElsewhere
+from clawlog.actors.errors import StreamOwnedElsewhere
 from clawlog.events import (
     ANY,
     NO_STREAM,

@@ -11,16 +11,8 @@ import pytest
 
 from clawlog.events import EventStore
 from clawlog.events.domain.workspace import ProcessExited, ProcessOutput, ProcessStarted
-from clawlog.tools.exec import (
-    ExecConfig,
-    ExecTool,
-    ProcessFinished,
-    ProcessLimit,
-    ProcessRegistry,
-    ProcessTool,
-    UnknownProcess,
-    exec_tools,
-)
+from clawlog.tools.errors import ProcessFinished, ProcessLimit, UnknownProcess
+from clawlog.tools.exec import ExecConfig, ExecTool, ProcessRegistry, ProcessTool, exec_tools
 
 from .support import StoreRecorder, alive, context
 

@@ -9,15 +9,10 @@ from typing import NamedTuple
 import pytest
 
 from clawlog.events import EventStore
-from clawlog.tools import (
-    ApprovalConfig,
-    ApprovalRequest,
-    StoreSink,
-    ToolPipeline,
-    ToolRegistry,
-    run_tool_call,
-)
+from clawlog.tools import ApprovalConfig, ToolPipeline, ToolRegistry
 from clawlog.tools.command_check import CommandCheck, check_command
+from clawlog.tools.decisions import ApprovalRequest
+from clawlog.tools.driver import StoreSink, run_tool_call
 from clawlog.tools.exec import ExecConfig, exec_tools
 
 from .support import context

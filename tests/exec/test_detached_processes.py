@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from clawlog.tools.exec import CommandTimedOut, ExecTool, ProcessRegistry
+from clawlog.tools.errors import CommandTimedOut
+from clawlog.tools.exec import ExecTool, ProcessRegistry
 
 from .support import alive, context
 

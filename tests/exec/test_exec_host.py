@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from clawlog.tools import ExecutionFailed, InvalidParameters, ToolContext
-from clawlog.tools.exec import CommandDenied, CommandTimedOut, ExecConfig, ExecTool
-from clawlog.tools.workspace import WorkspaceConfig, WorkspaceEnv, user_directory
+from clawlog.tools.errors import CommandDenied, CommandTimedOut
+from clawlog.tools.exec import ExecConfig, ExecTool
+from clawlog.tools.workspace import WorkspaceConfig, WorkspaceEnv
+from clawlog.tools.workspace.access import user_directory
 
 from .support import alive, context, live_group_members
 

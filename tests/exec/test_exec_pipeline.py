@@ -10,7 +10,9 @@ from pathlib import Path
 from clawlog.events import EventStore
 from clawlog.events.domain.tool import ToolCallRefused
 from clawlog.events.domain.workspace import SandboxUnavailable
-from clawlog.tools import NeedsApproval, StoreSink, ToolPipeline, ToolRegistry, run_tool_call
+from clawlog.tools import ToolPipeline, ToolRegistry
+from clawlog.tools.decisions import NeedsApproval
+from clawlog.tools.driver import StoreSink, run_tool_call
 from clawlog.tools.exec import ExecConfig, exec_tools
 from clawlog.tools.sandbox import SandboxConfig, SandboxManager
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from clawlog.tools.exec import OutputBuffer, clip
+from clawlog.tools.exec.output import OutputBuffer, clip
 
 
 def test_clip_keeps_head_and_tail_within_the_cap() -> None:

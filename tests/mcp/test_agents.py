@@ -12,14 +12,8 @@ from clawlog.actors.providers import ScriptedModel
 from clawlog.events import event_tag
 from clawlog.events.domain.session import ModelRequested
 from clawlog.events.domain.tool import ToolCallCompleted, ToolCallRefused
-from clawlog.tools import (
-    RecordingSink,
-    ToolContext,
-    ToolPipeline,
-    ToolRegistry,
-    builtin_tools,
-    run_tool_call,
-)
+from clawlog.tools import ToolContext, ToolPipeline, ToolRegistry, builtin_tools
+from clawlog.tools.driver import RecordingSink, run_tool_call
 from tests.mcp.conftest import (
     Peers,
     answer_with_tool_output,

@@ -12,17 +12,16 @@ import mcp.types as mt
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from clawlog.actors.mcp import (
+from clawlog.actors.errors import (
     McpCallTimeout,
     McpConfigError,
     McpConnectError,
     McpConnectionLost,
     McpProtocolError,
-    McpServerConfig,
-    discover_tools,
-    load_servers_file,
-    registered_name,
 )
+from clawlog.actors.mcp import McpServerConfig, load_servers_file
+from clawlog.actors.mcp.config import registered_name
+from clawlog.actors.mcp.discovery import discover_tools
 from clawlog.actors.mcp.sdk_errors import translate
 
 

@@ -12,17 +12,13 @@ import pytest
 
 from clawlog.actors import System
 from clawlog.actors.agents import AgentConfig
-from clawlog.actors.mcp import (
-    McpCallTimeout,
-    McpServerConfig,
-    McpServers,
-    McpUnavailable,
-    Transport,
-)
+from clawlog.actors.errors import McpCallTimeout, McpUnavailable
+from clawlog.actors.mcp import McpServerConfig, McpServers, Transport
 from clawlog.actors.providers import ScriptedModel
 from clawlog.events.domain.mcp import McpConnectFailed, McpDisconnected, McpReconnectScheduled
 from clawlog.events.domain.tool import ToolCallFailed
-from clawlog.tools import RecordingSink, ToolContext, ToolPipeline, ToolRegistry, run_tool_call
+from clawlog.tools import ToolContext, ToolPipeline, ToolRegistry
+from clawlog.tools.driver import RecordingSink, run_tool_call
 from tests.mcp.conftest import (
     FAST,
     HttpEverything,

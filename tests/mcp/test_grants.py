@@ -5,14 +5,9 @@ from __future__ import annotations
 import pytest
 
 from clawlog.actors import System
-from clawlog.actors.mcp import (
-    EVERYONE,
-    Grant,
-    McpAccessError,
-    McpServers,
-    resolve_access,
-    tool_permitted,
-)
+from clawlog.actors.errors import McpAccessError
+from clawlog.actors.mcp import EVERYONE, Grant, McpServers
+from clawlog.actors.mcp.grants import resolve_access, tool_permitted
 from clawlog.events.domain.mcp import McpAccessReviewed, McpAgentGrantSet
 from tests.mcp.conftest import Peers, everything_stdio, types
 

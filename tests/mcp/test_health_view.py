@@ -17,11 +17,12 @@ import msgspec
 import pytest
 
 from clawlog.actors import System
-from clawlog.actors.mcp import McpServerConfig, McpServerState, McpServerStatus, mcp_servers
-from clawlog.actors.mcp.state import apply_mcp_event
+from clawlog.actors.mcp import McpServerConfig, McpServerStatus, mcp_servers
+from clawlog.actors.mcp.state import McpServerState, apply_mcp_event
 from clawlog.events import EventStore, SqliteBackend, open_store
 from clawlog.events.domain.mcp import MCP_EVENTS
-from clawlog.projections import McpHealth, McpHealthReader, ProjectionRunner, ReadModels, rebuild
+from clawlog.projections import McpHealthReader, ProjectionRunner, ReadModels, rebuild
+from clawlog.projections.models.mcp_health import McpHealth
 from clawlog.projections.testing import dump_tables, write_mixed_log
 from tests.mcp.conftest import (
     FAST,

@@ -14,13 +14,8 @@ from clawlog.actors.mcp import McpServers, mcp_servers
 from clawlog.cli.mcp import SERVER_COLUMNS, server_row
 from clawlog.events import SqliteBackend, open_store
 from clawlog.events.domain.mcp import McpServerConfigured, McpToolsDiscovered
-from clawlog.projections import (
-    McpHealth,
-    McpHealthReader,
-    McpServerHealth,
-    ProjectionRunner,
-    ReadModels,
-)
+from clawlog.projections import McpHealthReader, ProjectionRunner, ReadModels
+from clawlog.projections.models.mcp_health import McpHealth, McpServerHealth
 from tests.mcp.conftest import (
     FAST,
     Peers,
@@ -236,8 +231,7 @@ def test_fast_settings_are_valid() -> None:
 
 
 def test_the_folded_state_survives_a_snapshot_round_trip() -> None:
-    from clawlog.actors.mcp import McpServerState
-    from clawlog.actors.mcp.state import apply_mcp_event
+    from clawlog.actors.mcp.state import McpServerState, apply_mcp_event
     from clawlog.events.domain.mcp import (
         McpAccessRequested,
         McpAgentGrantSet,
@@ -263,7 +257,7 @@ def test_the_folded_state_survives_a_snapshot_round_trip() -> None:
 
 
 def test_the_connection_fold_moves_since_only_on_a_change_and_keeps_a_removal() -> None:
-    from clawlog.actors.mcp import McpServerState
+    from clawlog.actors.mcp.state import McpServerState
     from clawlog.events.domain.mcp import (
         McpAgentGrantSet,
         McpConnectFailed,

@@ -16,7 +16,8 @@ import sys
 import structlog
 
 from clawlog.events import SqliteBackend, open_store
-from clawlog.projections import Projection, ProjectionRunner, SessionHistory
+from clawlog.projections import Projection, ProjectionRunner
+from clawlog.projections.models.session_history import SessionHistory
 from tests.projections.support import PositionLog
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from clawlog.events import EventStore, open_store
-from clawlog.projections import ProjectionRunner, ReadModels, SessionHistory, SessionHistoryReader
+from clawlog.projections import ProjectionRunner, ReadModels, SessionHistoryReader
+from clawlog.projections.models.session_history import SessionHistory
 from clawlog.projections.testing import dump_tables, write_mixed_log
 from tests.projections.support import ROOT, PositionLog, rows, write_turns
 

@@ -21,7 +21,8 @@ from clawlog.events.domain.delegation import (
     GateEvaluated,
     LinkConfigured,
 )
-from clawlog.projections import DelegationReader, Delegations, ProjectionRunner, ReadModels
+from clawlog.projections import DelegationReader, ProjectionRunner, ReadModels
+from clawlog.projections.models.delegations import Delegations
 
 STREAM = "link/lead->billing"
 

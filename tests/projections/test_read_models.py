@@ -28,15 +28,15 @@ from clawlog.events.domain.tool import (
 )
 from clawlog.projections import (
     ALL_PROJECTIONS,
-    ActorLifecycle,
     ActorLifecycleReader,
     ProjectionRunner,
     ReadModels,
-    StreamCatalog,
     StreamCatalogReader,
-    ToolAudit,
     ToolAuditReader,
 )
+from clawlog.projections.models.actors import ActorLifecycle
+from clawlog.projections.models.catalog import StreamCatalog
+from clawlog.projections.models.tool_audit import ToolAudit
 from clawlog.projections.testing import dump_tables
 from tests.projections.support import write_turns
 

@@ -8,7 +8,8 @@ from typing import Any
 from clawlog.events import ANY, EventMetadata, EventStore, RecordedEvent, open_store
 from clawlog.events.domain.team import TeamTaskClaimed, TeamTaskCompleted, TeamTaskCreated
 from clawlog.events.domain.tool import ToolCallCompleted, ToolCallRequested, ToolCallStarted
-from clawlog.projections import TimelineQuery, read_timeline, state_as_of, timeline
+from clawlog.projections import TimelineQuery, read_timeline, state_as_of
+from clawlog.projections.replay import timeline
 from tests.projections.support import write_turns
 
 

@@ -20,11 +20,11 @@ from clawlog.projections import (
     ProjectionRunner,
     ReadModels,
     ReadModelsUnavailable,
-    SessionHistory,
     SessionHistoryReader,
-    StreamCatalog,
     views_path_for,
 )
+from clawlog.projections.models.catalog import StreamCatalog
+from clawlog.projections.models.session_history import SessionHistory
 from tests.projections.support import PositionLog, TurnTexts, rows, write_turns
 
 

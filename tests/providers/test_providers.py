@@ -8,19 +8,16 @@ from typing import Any
 
 import pytest
 
-from clawlog.actors.providers import (
-    ChatMessage,
+from clawlog.actors.errors import (
     MalformedReply,
     ModelAuthError,
     ModelBadRequest,
     ModelRateLimited,
-    ModelRequest,
     ModelServerError,
     ModelTimeout,
     ModelUnavailable,
-    ToolCall,
-    ToolSpec,
 )
+from clawlog.actors.providers import ChatMessage, ModelRequest, ToolCall, ToolSpec
 from clawlog.actors.providers.anthropic import AnthropicModel
 from clawlog.actors.providers.openai import OpenAIChatModel
 from clawlog.actors.providers.retry import RetryPolicy

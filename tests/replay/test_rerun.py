@@ -9,15 +9,10 @@ import msgspec
 import pytest
 
 from clawlog.actors.agents import AgentConfig
+from clawlog.actors.errors import NothingRecorded, ReplayError
 from clawlog.actors.providers import Model, ScriptedModel, calls, reply
-from clawlog.actors.replay import (
-    NothingRecorded,
-    ReplayError,
-    ReplayModel,
-    deny_tools,
-    rerun,
-    stream_state_as_of,
-)
+from clawlog.actors.replay import deny_tools, rerun, stream_state_as_of
+from clawlog.actors.replay.serving import ReplayModel
 from clawlog.events import EventStore, open_store
 from clawlog.tools import FunctionTool
 from tests.replay.support import (

@@ -13,7 +13,8 @@ import pytest
 
 from clawlog.events import EventStore, open_store
 from clawlog.tools import ToolContext
-from clawlog.tools.exec import CommandTimedOut, ExecConfig, ExecTool, ProcessTool, exec_tools
+from clawlog.tools.errors import CommandTimedOut
+from clawlog.tools.exec import ExecConfig, ExecTool, ProcessTool, exec_tools
 from clawlog.tools.sandbox import SandboxConfig, SandboxManager
 
 from ..exec.support import StoreRecorder
@@ -202,7 +203,7 @@ async def test_the_image_is_configurable_and_a_missing_one_is_refused(
     sandbox: Any, workspace: Path
 ) -> None:
     box = sandbox(image="localhost/no-such-image:latest")
-    from clawlog.tools.exec import SandboxRefused
+    from clawlog.tools.errors import SandboxRefused
 
     with pytest.raises(SandboxRefused, match="not available"):
         await box.run("touch /workspace/ran")

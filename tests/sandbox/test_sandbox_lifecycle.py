@@ -16,8 +16,9 @@ from typing import Any
 import docker
 import pytest
 
-from clawlog.tools.exec import ExecTool, SandboxRefused
-from clawlog.tools.sandbox import SandboxClosed, SandboxConfig, SandboxManager
+from clawlog.tools.errors import SandboxClosed, SandboxRefused
+from clawlog.tools.exec import ExecTool
+from clawlog.tools.sandbox import SandboxConfig, SandboxManager
 
 from ..exec.support import context
 

@@ -10,7 +10,7 @@ import pytest
 from clawlog.actors import Rejected, System
 from clawlog.actors.agents import AgentConfig
 from clawlog.actors.providers import ScriptedModel, reply
-from clawlog.actors.teams import (
+from clawlog.actors.teams.messages import (
     Broadcast,
     ClaimTask,
     CompleteTask,

@@ -13,18 +13,13 @@ from clawlog.events import open_store
 from clawlog.tools import (
     ApprovalConfig,
     ApprovalError,
-    ApprovalRequest,
-    ApprovalState,
-    NeedsApproval,
-    Ready,
-    RecordingSink,
-    Refused,
-    StoreSink,
     ToolPipeline,
     ToolRegistry,
     match_deny_pattern,
-    run_tool_call,
 )
+from clawlog.tools.approvals import ApprovalState
+from clawlog.tools.decisions import ApprovalRequest, NeedsApproval, Ready, Refused
+from clawlog.tools.driver import RecordingSink, StoreSink, run_tool_call
 from clawlog.tools.exec import DENY
 
 from .support import CountingTool, FakeClock, ShellTool, context

@@ -8,17 +8,9 @@ from typing import Any
 import msgspec
 import pytest
 
-from clawlog.tools import (
-    EchoTool,
-    JsonTool,
-    RecordingSink,
-    TimeTool,
-    ToolContext,
-    ToolPipeline,
-    ToolRegistry,
-    builtin_tools,
-    run_tool_call,
-)
+from clawlog.tools import ToolContext, ToolPipeline, ToolRegistry, builtin_tools
+from clawlog.tools.builtins import EchoTool, JsonTool, TimeTool
+from clawlog.tools.driver import RecordingSink, run_tool_call
 
 from .support import FakeClock, context
 

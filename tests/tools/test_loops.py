@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from clawlog.tools import LoopDetectionConfig, LoopDetector, LoopVerdict
+from clawlog.tools import LoopDetectionConfig
+from clawlog.tools.loops import LoopDetector, LoopVerdict
 
 
 def run(detector: LoopDetector, calls: list[tuple[str, dict, str | None]]) -> list[LoopVerdict]:

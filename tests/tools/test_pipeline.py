@@ -14,28 +14,24 @@ import pytest
 from clawlog.events import default_registry, open_store
 from clawlog.tools import (
     ApprovalConfig,
-    EchoTool,
     ExternalServiceError,
     FunctionTool,
     LoopDetectionConfig,
-    LoopDetector,
     PolicyConfig,
-    PolicyEngine,
     RateLimitConfig,
-    RateLimiter,
-    Ready,
-    RecordingSink,
     Scrubber,
-    StoreSink,
     ToolContext,
     ToolPipeline,
     ToolPolicy,
     ToolRegistry,
     ToolResult,
-    Window,
-    result_from_event,
-    run_tool_call,
 )
+from clawlog.tools.builtins import EchoTool
+from clawlog.tools.decisions import Ready
+from clawlog.tools.driver import RecordingSink, StoreSink, result_from_event, run_tool_call
+from clawlog.tools.loops import LoopDetector
+from clawlog.tools.policy import PolicyEngine
+from clawlog.tools.ratelimit import RateLimiter, Window
 
 from .support import BlockingTool, CountingTool, FakeClock, context
 

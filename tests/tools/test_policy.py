@@ -11,13 +11,13 @@ from clawlog.tools import (
     POLICY_STEPS,
     FunctionTool,
     PolicyConfig,
-    PolicyEngine,
     PolicyError,
     ProviderToolPolicy,
     Tool,
     ToolContext,
     ToolPolicy,
 )
+from clawlog.tools.policy import PolicyEngine
 
 from .support import NamedTool, context
 

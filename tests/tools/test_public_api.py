@@ -49,3 +49,14 @@ def test_tools_never_imports_actors() -> None:
         if "clawlog.actors" in path.read_text() or "from actors" in path.read_text()
     ]
     assert offenders == []
+
+
+def test_every_error_of_the_tool_system_derives_from_the_root_and_is_exported() -> None:
+    # Pipeline, registry, exec, sandbox and workspace errors: one module, one root, and
+    # the package exports every one of them.
+    from clawlog import tools
+    from clawlog.tools import errors
+
+    raised = [getattr(errors, name) for name in errors.__all__]
+    assert all(issubclass(cls, errors.ToolError) for cls in raised)
+    assert set(errors.__all__) <= set(tools.__all__)

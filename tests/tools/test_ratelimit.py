@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from clawlog.tools import DEFAULT_USER_TOOL_WINDOWS, RateLimitConfig, RateLimiter, Window
+from clawlog.tools import RateLimitConfig
+from clawlog.tools.ratelimit import DEFAULT_USER_TOOL_WINDOWS, RateLimiter, Window
 
 from .support import FakeClock
 

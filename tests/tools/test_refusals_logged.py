@@ -13,14 +13,13 @@ from clawlog.tools import (
     ApprovalConfig,
     FunctionTool,
     PolicyConfig,
-    PolicyEngine,
-    StoreSink,
     ToolContext,
     ToolPipeline,
     ToolPolicy,
     ToolRegistry,
-    run_tool_call,
 )
+from clawlog.tools.driver import StoreSink, run_tool_call
+from clawlog.tools.policy import PolicyEngine
 
 RAN: list[dict[str, Any]] = []
 

@@ -9,7 +9,6 @@ import pytest
 from clawlog.tools import (
     PROTECTED_NAMES,
     DuplicateTool,
-    EchoTool,
     FunctionTool,
     InvalidSchema,
     ProtectedName,
@@ -18,6 +17,7 @@ from clawlog.tools import (
     UnknownTool,
     builtin_tools,
 )
+from clawlog.tools.builtins import EchoTool
 
 
 async def _noop(ctx: ToolContext, args: dict[str, Any]) -> str:

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from clawlog.tools import ArgumentError, InvalidSchema, compile_validator, normalize_schema
+from clawlog.tools import ArgumentError, InvalidSchema
+from clawlog.tools.schemas import compile_validator, normalize_schema
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

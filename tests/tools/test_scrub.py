@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from clawlog.tools import REDACTED, Scrubber
+from clawlog.tools import Scrubber
+from clawlog.tools.scrub import REDACTED
 
 A36 = "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"  # 36 alphanumerics
 HEX64 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"

@@ -14,7 +14,8 @@ import asyncio
 import sys
 
 from clawlog.tools import ToolContext
-from clawlog.tools.workspace import WorkspaceEnv, WriteFileTool
+from clawlog.tools.workspace import WorkspaceEnv
+from clawlog.tools.workspace.write_tools import WriteFileTool
 
 SIZE = 4 * 1024 * 1024
 NEW = "N" * SIZE

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from clawlog.tools.workspace import FileNotFound, PatchRejected, PathDenied, PathTraversal
+from clawlog.tools.errors import FileNotFound, PatchRejected, PathDenied, PathTraversal
 
 from .support import Bench
 

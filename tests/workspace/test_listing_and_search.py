@@ -10,14 +10,9 @@ from pathlib import Path
 import pytest
 
 from clawlog.tools import InvalidParameters
-from clawlog.tools.workspace import (
-    MAX_DIR_ENTRIES,
-    FileNotFound,
-    NotAFile,
-    PathTraversal,
-    SearchTimedOut,
-    WorkspaceConfig,
-)
+from clawlog.tools.errors import FileNotFound, NotAFile, PathTraversal, SearchTimedOut
+from clawlog.tools.workspace import WorkspaceConfig
+from clawlog.tools.workspace.config import MAX_DIR_ENTRIES
 
 from .support import Bench, make_env
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from clawlog.events import Event, EventStore, StoreClosed
-from clawlog.tools.workspace import FileNotFound, PatchRejected
+from clawlog.tools.errors import FileNotFound, PatchRejected
 
 from .support import Bench, StoreRecorder, make_env
 

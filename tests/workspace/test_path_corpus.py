@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from clawlog.tools.workspace import PathDenied, PathGuard, PathTraversal, ResolvedPath
+from clawlog.tools.errors import PathDenied, PathTraversal
+from clawlog.tools.workspace.paths import PathGuard, ResolvedPath
 
 OK, TRAVERSAL, DENIED = "ok", "traversal", "denied"
 

@@ -7,15 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from clawlog.tools.workspace import (
-    MAX_READ_BYTES,
-    FileNotFound,
-    NotAFile,
-    PathDenied,
-    PathTraversal,
-    WorkspaceConfig,
-    fsio,
-)
+from clawlog.tools.errors import FileNotFound, NotAFile, PathDenied, PathTraversal
+from clawlog.tools.workspace import WorkspaceConfig, fsio
+from clawlog.tools.workspace.config import MAX_READ_BYTES
 
 from .support import Bench, make_env
 

@@ -11,15 +11,10 @@ import pytest
 from clawlog.events import default_registry, open_store
 from clawlog.events.domain.tool import ToolCallFailed
 from clawlog.events.domain.workspace import EVENTS
-from clawlog.tools import (
-    StoreSink,
-    ToolContext,
-    ToolPipeline,
-    ToolRegistry,
-    builtin_tools,
-    run_tool_call,
-)
-from clawlog.tools.workspace import ALIASES, FILE_TOOLS, workspace_tools
+from clawlog.tools import ToolContext, ToolPipeline, ToolRegistry, builtin_tools
+from clawlog.tools.driver import StoreSink, run_tool_call
+from clawlog.tools.workspace import FILE_TOOLS, workspace_tools
+from clawlog.tools.workspace.toolset import ALIASES
 
 from .support import make_env
 

@@ -15,13 +15,8 @@ from clawlog.events.domain.workspace import (
     ContextFileWritten,
     MemoryDocumentWritten,
 )
-from clawlog.tools.workspace import (
-    ContextStore,
-    FileNotFound,
-    MemoryStore,
-    PathDenied,
-    VirtualStoreUnavailable,
-)
+from clawlog.tools.errors import FileNotFound, PathDenied, VirtualStoreUnavailable
+from clawlog.tools.workspace import ContextStore, MemoryStore
 
 from .support import Bench, StoreRecorder
 
@@ -181,7 +176,7 @@ async def test_without_a_recorder_virtual_files_are_read_only(root: object) -> N
 
 async def test_memory_tools_need_a_memory_store(disk: Bench) -> None:
     assert "memory_search" not in disk.tools
-    from clawlog.tools.workspace import MemorySearchTool
+    from clawlog.tools.workspace.memory_tools import MemorySearchTool
 
     with pytest.raises(VirtualStoreUnavailable, match="memory search is not enabled"):
         await MemorySearchTool(None).execute(disk.ctx, {"query": "x"})
@@ -197,7 +192,8 @@ async def test_secrets_are_scrubbed_before_they_are_recorded(recorder: StoreReco
 async def test_a_virtual_file_is_capped_to_fit_one_event(
     bench: Bench, recorder: StoreRecorder
 ) -> None:
-    from clawlog.tools.workspace import MAX_VIRTUAL_FILE_BYTES, FileTooLarge
+    from clawlog.tools.errors import FileTooLarge
+    from clawlog.tools.workspace.config import MAX_VIRTUAL_FILE_BYTES
 
     await bench("write_file", path="memory/big.md", content="a" * MAX_VIRTUAL_FILE_BYTES)
     with pytest.raises(FileTooLarge, match=f"at most {MAX_VIRTUAL_FILE_BYTES} bytes"):

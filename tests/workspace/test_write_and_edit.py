@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from clawlog.tools.workspace import (
-    MAX_WRITE_BYTES,
+from clawlog.tools.errors import (
     EditRejected,
     FileNotFound,
     FileTooLarge,
@@ -19,8 +18,9 @@ from clawlog.tools.workspace import (
     OldStringNotUnique,
     PathDenied,
     PathTraversal,
-    WorkspaceConfig,
 )
+from clawlog.tools.workspace import WorkspaceConfig
+from clawlog.tools.workspace.config import MAX_WRITE_BYTES
 
 from .support import Bench, make_env
 

@@ -11,68 +11,32 @@ session's ``session/{agent}/{key}``); ``processes.close_session(...)`` at sessio
 from __future__ import annotations
 
 from ..base import Tool
-from ..errors import (
-    CommandDenied,
-    CommandTimedOut,
-    ExecError,
-    ProcessFinished,
-    ProcessLimit,
-    SandboxRefused,
-    UnknownProcess,
-)
 from ..workspace.access import WorkspaceEnv
 from ..workspace.stores import Recorder
-from .analysis import CommandVerdict, analyze, match_deny
+from .analysis import CommandVerdict, analyze
 from .config import ExecConfig
-from .env import BLOCKED_ENV, SAFE_ENV_VARS, command_env
-from .host import RUN_ID_ENV, HostProcess, kill_tree, sweep_run
-from .output import OutputBuffer, clip
+from .env import BLOCKED_ENV, SAFE_ENV_VARS
 from .patterns import DANGEROUS, DENY, INJECTION, NEVER_AUTO_APPROVE, CommandPattern
-from .process_tool import ALLOWED_SIGNALS, ProcessTool
-from .processes import ManagedProcess, ProcessRegistry, session_stream
-from .runs import RunningProcess, SandboxRunner
+from .process_tool import ProcessTool
+from .processes import ProcessRegistry
+from .runs import SandboxRunner
 from .tool import ExecTool
-from .unwrap import MAX_DEPTH, Invocation, ParsedCommand, parse
 
 __all__ = [
-    "ALLOWED_SIGNALS",
     "BLOCKED_ENV",
     "DANGEROUS",
     "DENY",
     "INJECTION",
-    "MAX_DEPTH",
     "NEVER_AUTO_APPROVE",
-    "RUN_ID_ENV",
     "SAFE_ENV_VARS",
-    "CommandDenied",
     "CommandPattern",
-    "CommandTimedOut",
     "CommandVerdict",
     "ExecConfig",
-    "ExecError",
     "ExecTool",
-    "HostProcess",
-    "Invocation",
-    "ManagedProcess",
-    "OutputBuffer",
-    "ParsedCommand",
-    "ProcessFinished",
-    "ProcessLimit",
     "ProcessRegistry",
     "ProcessTool",
-    "RunningProcess",
-    "SandboxRefused",
-    "SandboxRunner",
-    "UnknownProcess",
     "analyze",
-    "clip",
-    "command_env",
     "exec_tools",
-    "kill_tree",
-    "match_deny",
-    "parse",
-    "session_stream",
-    "sweep_run",
 ]
 
 

@@ -7,19 +7,11 @@
 ``release(sandbox_key)`` when a session ends; ``aclose()`` when the system closes.
 """
 
-from ..errors import SandboxClosed, SandboxFailure, SandboxUnavailable
 from .config import DEFAULT_IMAGE, SandboxConfig
-from .manager import SandboxManager, sandbox_stream
-from .process import SandboxProcess, wrapped_command
+from .manager import SandboxManager
 
 __all__ = [
     "DEFAULT_IMAGE",
-    "SandboxClosed",
     "SandboxConfig",
-    "SandboxFailure",
     "SandboxManager",
-    "SandboxProcess",
-    "SandboxUnavailable",
-    "sandbox_stream",
-    "wrapped_command",
 ]
