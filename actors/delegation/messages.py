@@ -6,7 +6,7 @@ from typing import Literal
 
 import msgspec
 
-from clawlog.events.domain.delegation import DelegationMode
+from clawlog.events.domain.delegation import DelegationMode, DelegationStatus
 
 from ..messages import Message, Request
 
@@ -16,15 +16,10 @@ __all__ = [
     "Delegate",
     "DelegationInfo",
     "DelegationOutcome",
-    "DelegationStatus",
     "GateOutcome",
     "LinkState",
     "ListDelegations",
 ]
-
-
-#: running until an outcome event; then how it ended.
-DelegationStatus = Literal["running", "completed", "failed", "cancelled"]
 
 
 class DelegationInfo(msgspec.Struct, kw_only=True):

@@ -18,6 +18,7 @@ from clawlog.events.domain.team import (
     TeamTaskCreated,
     TeamTaskUnblocked,
     TeamTaskUpdated,
+    TaskStatus,
 )
 
 __all__ = [
@@ -25,13 +26,10 @@ __all__ = [
     "MailItem",
     "TaskItem",
     "TaskSearch",
-    "TaskStatus",
     "apply_board_event",
     "find_cycle",
 ]
 
-#: blocked: waits for an open task it is blocked by; pending: may be claimed.
-TaskStatus = Literal["blocked", "pending", "claimed", "completed"]
 
 
 class TaskItem(msgspec.Struct, kw_only=True):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from clawlog import actors
 from clawlog.actors import errors
 
 ROOT = Path(__file__).parents[2]
