@@ -53,7 +53,14 @@ from .errors import (
     Rejected,
     StreamOwnedElsewhere,
 )
-from .internal import ChildEscalated, ChildStopped, IdleCheck, Ready, RecordLater, Resume
+from .internal import (
+    AwaitRecovery,
+    ChildEscalated,
+    ChildStopped,
+    IdleCheck,
+    RecordLater,
+    RestartDue,
+)
 from .messages import Message, Piped
 from .runtime import ActorHandle, Runtime
 from .supervision import FailureWindow, SupervisionPolicy, traceback_digest
@@ -65,7 +72,7 @@ A = TypeVar("A", bound="EventSourcedActor[Any]")
 Reply = LoopReply | ThreadReply
 #: Returned by a handler that will answer later through the reply from ``defer_reply()``.
 DEFERRED: Any = object()
-_INTERNAL = frozenset({Resume, ChildEscalated, ChildStopped, Ready, IdleCheck})
+_INTERNAL = frozenset({RestartDue, ChildEscalated, ChildStopped, AwaitRecovery, IdleCheck})
 _READ_PAGE = 1000
 
 
@@ -270,8 +277,8 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
             self._dispatch(message.message, message.reply)
         elif kind not in _INTERNAL:
             self._dispatch(message, None)
-        elif kind is Resume:
-            self._resume(message)
+        elif kind is RestartDue:
+            self._restart(message)
         elif kind is ChildEscalated:
             self.children.pop(message.path, None)
             self._dispatch(message, None)
@@ -326,7 +333,7 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
                 return
             self._stash.append((message, reply))
             return
-        if isinstance(message, Ready):
+        if isinstance(message, AwaitRecovery):
             if reply is not None:
                 reply.set(self.version)
             return
@@ -460,9 +467,9 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
             return
         self._restarting = True
         delay = self.policy.backoff(failures)
-        resume = Resume(attempt=failures, delay_s=delay)
+        restart = RestartDue(attempt=failures, delay_s=delay)
         loop = self.runtime.hub.loop
-        loop.call_soon_threadsafe(loop.call_later, delay, self._tell_self, resume)
+        loop.call_soon_threadsafe(loop.call_later, delay, self._tell_self, restart)
 
     def _wait_for_store(self, exc: StoreUnavailable) -> None:
         """The store cannot be reached: not this actor's fault, and no restart helps until
@@ -485,15 +492,15 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
             attempt=self._store_waits,
             retry_in_s=delay,
         )
-        resume = Resume(attempt=self._store_waits, delay_s=delay)
+        restart = RestartDue(attempt=self._store_waits, delay_s=delay)
         loop = self.runtime.hub.loop
-        loop.call_soon_threadsafe(loop.call_later, delay, self._tell_self, resume)
+        loop.call_soon_threadsafe(loop.call_later, delay, self._tell_self, restart)
 
     def _tell_self(self, message: object) -> None:
         with contextlib.suppress(pykka.ActorDeadError):
             self.actor_ref.tell(message)
 
-    def _resume(self, message: Resume) -> None:
+    def _restart(self, message: RestartDue) -> None:
         try:
             if self._unclaimed:
                 self.runtime.ownership.claim(self.path)
@@ -593,7 +600,7 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
                 item = envelope.message
                 if isinstance(item, AskEnvelope):
                     self._leftovers.append((item.message, item.reply))
-                elif not isinstance(item, ChildStopped | Resume | Ready | RecordLater):
+                elif not isinstance(item, ChildStopped | RestartDue | AwaitRecovery | RecordLater):
                     self._leftovers.append((item, None))
             return
         pending: list[object] = [m for m, _ in self._stash]
@@ -609,7 +616,7 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
                 message = message.message
             if envelope.reply_to is not None:
                 envelope.reply_to.set(None)
-            if isinstance(message, ChildStopped | Resume | Ready | RecordLater):
+            if isinstance(message, ChildStopped | RestartDue | AwaitRecovery | RecordLater):
                 continue
             if not self.handle_while_stopping(message):
                 pending.append(message)
@@ -660,7 +667,7 @@ def start_actor(
     the actor is stopped: a child its parent never got a handle for must not live on."""
     handle = launch(runtime, cls, path, parent, policy, *args, **kwargs)
     try:
-        handle.ask_blocking(Ready())
+        handle.ask_blocking(AwaitRecovery())
     except BaseException:
         handle.stop()
         raise

@@ -12,9 +12,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 import msgspec
+
+from clawlog.events.domain.tool import ApprovalDecision
 
 from .errors import ArgumentTypeError, InvalidArgument, MessageTooLarge
 
@@ -125,7 +127,7 @@ def check_session_key(session_key: object) -> str:
 
 def check_decision(decision: object) -> None:
     """An answer to an approval: ``allow-once``, ``allow-always`` or ``deny``."""
-    if decision not in ("allow-once", "allow-always", "deny"):
+    if decision not in get_args(ApprovalDecision):
         raise InvalidArgument(
             "decision", f"must be allow-once, allow-always or deny, not {decision!r}"
         )

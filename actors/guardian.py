@@ -11,16 +11,7 @@ from .actor import EventSourcedActor
 from .messages import Message
 from .runtime import ActorHandle
 
-__all__ = ["GUARDIAN_PATH", "Adopt", "Guardian", "RecordDeadLetter", "guardian_path"]
-
-GUARDIAN_PATH = "system/guardian"
-
-
-def guardian_path(runtime: Any) -> str:
-    """``system/guardian``; with a store shared by several processes, one per process."""
-    if runtime.ownership.enabled:
-        return f"{GUARDIAN_PATH}/{runtime.ownership.owner}"
-    return GUARDIAN_PATH
+__all__ = ["Adopt", "Guardian", "RecordDeadLetter"]
 
 
 class Adopt(Message, frozen=True, kw_only=True):

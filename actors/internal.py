@@ -8,11 +8,18 @@ import msgspec
 
 from .messages import Message, Request
 
-__all__ = ["ChildEscalated", "ChildStopped", "IdleCheck", "Ready", "RecordLater", "Resume"]
+__all__ = [
+    "AwaitRecovery",
+    "ChildEscalated",
+    "ChildStopped",
+    "IdleCheck",
+    "RecordLater",
+    "RestartDue",
+]
 
 
-class Resume(Message, frozen=True, kw_only=True):
-    """Backoff elapsed: restart from the stream now."""
+class RestartDue(Message, frozen=True, kw_only=True):
+    """Backoff elapsed after a failure or a store outage: restart from the stream now."""
 
     attempt: int
     delay_s: float
@@ -37,8 +44,9 @@ class IdleCheck(Message, frozen=True, kw_only=True):
     activity: int
 
 
-class Ready(Request[int], frozen=True, kw_only=True):
-    """Answered with the actor's version once it has recovered (used by spawn)."""
+class AwaitRecovery(Request[int], frozen=True, kw_only=True):
+    """Asked to wait until the actor has recovered from its stream; answered with its
+    version (used by spawn: a request stashed during a restart waits for the recovery)."""
 
 
 class RecordLater(Message, frozen=True, kw_only=True):

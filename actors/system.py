@@ -35,13 +35,20 @@ from clawlog.events.domain.team import TeamMember
 from clawlog.events.domain.tool import ApprovalDecision
 from clawlog.events.logging import get_logger
 from clawlog.events.store import DEFAULT_MAX_PAYLOAD_BYTES
+from clawlog.events.streams import (
+    agent_stream,
+    guardian_stream,
+    handoff_stream,
+    link_stream,
+    team_stream,
+)
 from clawlog.tools.approvals import ApprovalConfig
 
 from ._bridge import Hub, run_in_thread
 from .actor import EventSourcedActor, launch
 from .agents.config import AgentConfig
 from .agents.gateway import CallerContext, ToolGateway
-from .agents.handoff import RouteState, route_stream
+from .agents.handoff import RouteState
 from .agents.messages import (
     AnswerApproval,
     CancelTurn,
@@ -51,7 +58,7 @@ from .agents.messages import (
 )
 from .agents.ports import AgentPorts
 from .agents.prompt import PromptBuilder
-from .agents.supervisor import AgentSupervisor, Reconfigure, agent_stream
+from .agents.supervisor import AgentSupervisor, Reconfigure
 from .boundary import (
     Limits,
     check_agent_key,
@@ -69,7 +76,7 @@ from .boundary import (
     check_users,
 )
 from .delegation.directory import DelegationDirectory
-from .delegation.link import DelegationLink, link_stream
+from .delegation.link import DelegationLink
 from .delegation.ports import DelegationPorts
 from .errors import (
     ActorDead,
@@ -78,9 +85,9 @@ from .errors import (
     SystemClosed,
     UnknownAgent,
 )
-from .guardian import Adopt, Guardian, RecordDeadLetter, guardian_path
+from .guardian import Adopt, Guardian, RecordDeadLetter
 from .hub_store import HubStore
-from .internal import Ready
+from .internal import AwaitRecovery
 from .messages import Message, Request
 from .outbox import Outbox
 from .providers.base import Model
@@ -88,7 +95,7 @@ from .runtime import ActorHandle, Runtime
 from .supervision import SupervisionPolicy
 from .teams.messages import GetBoard, TeamView
 from .teams.prompt import team_md
-from .teams.team import Team, team_stream
+from .teams.team import Team
 
 if TYPE_CHECKING:
     from .mcp.api import McpServers
@@ -201,7 +208,7 @@ class System:
         guardian = launch(
             runtime,
             Guardian,
-            guardian_path(runtime),
+            guardian_stream(runtime.ownership.owner if runtime.ownership.enabled else ""),
             None,
             None,
             on_escalation=lambda path, reason: escalations.append((path, reason)),
@@ -215,7 +222,7 @@ class System:
         system.escalations = escalations
         runtime.dead_letter_sink = system._record_dead_letter
         try:
-            await guardian.ask(Ready())
+            await guardian.ask(AwaitRecovery())
         except BaseException:
             await system.close()
             raise
@@ -245,7 +252,7 @@ class System:
         self._check_open()
         handle = launch(self.runtime, cls, path, self.guardian, policy, *args, **kwargs)
         self.guardian.tell(Adopt(handle=handle))
-        await handle.ask(Ready())
+        await handle.ask(AwaitRecovery())
         return handle
 
     def registered_agents(self) -> list[str]:
@@ -374,9 +381,8 @@ class System:
         from clawlog.tools import Tool
         from clawlog.tools.builtins import EchoTool, JsonTool, TimeTool
 
-        from .agents.actor_tools import ACTOR_TOOLS
-        from .agents.message_tool import MessageTool
         from .agents.pipeline_gateway import ActorToolAdapter, PipelineGateway
+        from .agents.tools import ACTOR_TOOLS, MessageTool
         from .delegation.tools import DELEGATION_TOOLS
         from .teams.tools import TEAM_TOOLS
 
@@ -459,7 +465,7 @@ class System:
         check_name(channel, "channel", self.limits, required=True)
         check_name(chat_id, "chat_id", self.limits, required=True)
         state = RouteState()
-        for recorded in await self.store.read_stream(route_stream(channel, chat_id)):
+        for recorded in await self.store.read_stream(handoff_stream(channel, chat_id)):
             event = recorded.event
             if isinstance(event, HandoffRouted):
                 state.agent = event.to_agent

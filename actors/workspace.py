@@ -34,6 +34,7 @@ import msgspec
 from clawlog.events import ANY, Event
 from clawlog.events.domain.agent import AgentRegistered
 from clawlog.events.logging import get_logger
+from clawlog.events.streams import exec_stream, sandbox_stream, workspace_stream
 from clawlog.tools import Scrubber, Tool, ToolContext
 from clawlog.tools.exec import ExecConfig, ProcessRegistry, exec_tools
 from clawlog.tools.sandbox import SandboxConfig, SandboxManager
@@ -92,15 +93,15 @@ class AgentWorkspaces:
         self.root = Path(root).resolve()
         self.scrubber = Scrubber()
         scrub = self.scrubber.scrub
-        self.context = ContextStore(self._record, stream_for=_workspace_stream, scrub=scrub)
-        self.memory = MemoryStore(self._record, stream_for=_workspace_stream, scrub=scrub)
+        self.context = ContextStore(self._record, stream_for=workspace_stream, scrub=scrub)
+        self.memory = MemoryStore(self._record, stream_for=workspace_stream, scrub=scrub)
         # seed 002 §8: with the workspace mounted ro in the sandbox, write and edit are off
         read_only = sandbox is not None and sandbox.workspace_access == "ro"
         config = workspace or WorkspaceConfig(per_user=True, read_only=read_only)
         self.env = WorkspaceEnv(config, context=self.context, memory=self.memory)
         self.exec_config = exec_config or ExecConfig()
         self.sandbox = (
-            SandboxManager(sandbox, record=self._record, stream_for=_sandbox_stream)
+            SandboxManager(sandbox, record=self._record, stream_for=sandbox_stream)
             if sandbox is not None
             else None
         )
@@ -146,7 +147,7 @@ class AgentWorkspaces:
         position = 1
         while True:
             page = await self.system.store.read_all(
-                position, 1000, stream_prefix="workspace/", types=list(_FOLDED)
+                position, 1000, stream_prefix=workspace_stream(""), types=list(_FOLDED)
             )
             for recorded in page:
                 if isinstance(recorded.event, Event):
@@ -261,13 +262,5 @@ class AgentWorkspaces:
         await self.aclose()
 
 
-def _workspace_stream(agent: str) -> str:
-    return f"workspace/{agent}"
-
-
 def _exec_stream(ctx: ToolContext) -> str:
-    return f"exec/{ctx.agent}/{ctx.session_key}"
-
-
-def _sandbox_stream(key: str) -> str:
-    return f"sandbox/{key}"
+    return exec_stream(ctx.agent, ctx.session_key)

@@ -6,6 +6,7 @@ async with await open_store("clawlog.db") as store:
 Backends load when opened (``open_store``) or when their name is first used here, so
 ``from clawlog.events import Event`` does not import aiosqlite or the SQLite writer.
 ``clawlog.events.testing`` holds the store contract suite for third-party backends.
+``clawlog.events.streams`` builds every stream name (one function per stream family).
 """
 
 from __future__ import annotations

@@ -352,8 +352,10 @@ def _invalid_event(event: Event, reason: str) -> InvalidEvent:
     """The typed refusal of ``event``, naming the first field that cannot round-trip."""
     tag = event_tag(type(event))
     at = _FIELD_IN_REASON.search(reason)
-    if at is not None:
-        return InvalidEvent(tag, at.group(1), reason)
+    if at is not None:  # the reason names the stored name: report the attribute set
+        cls = type(event)
+        names = dict(zip(cls.__struct_encode_fields__, cls.__struct_fields__, strict=True))
+        return InvalidEvent(tag, names.get(at.group(1), at.group(1)), reason)
     for name in type(event).__struct_fields__:  # an encode error does not say where
         try:
             msgspec.msgpack.encode(getattr(event, name))

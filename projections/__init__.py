@@ -1,4 +1,4 @@
-"""Projections: read models folded from the log, their readers, rebuilds and replay.
+"""Projections: read models folded from the log, their readers, rebuilds and timelines.
 
 async with ProjectionRunner(store, "clawlog.views.db", [p() for p in ALL_PROJECTIONS]) as runner:
     runner.start()                                  # catch up, then follow live
@@ -18,18 +18,19 @@ from .errors import (
     ProjectionFailed,
     ReadModelsUnavailable,
 )
-from .models.actors import ActorLifecycle, ActorLifecycleReader
-from .models.catalog import StreamCatalog, StreamCatalogReader
-from .models.delegations import DelegationReader, Delegations, SubagentTaskReader, SubagentTasks
-from .models.handoff_routes import HandoffRouteReader, HandoffRoutes
-from .models.mcp_health import McpHealth, McpHealthReader
-from .models.session_history import SessionHistory, SessionHistoryReader
-from .models.task_boards import TaskBoardReader, TaskBoards
-from .models.tool_audit import ToolAudit, ToolAuditReader
+from .read_models.actor_lifecycle import ActorLifecycle, ActorLifecycleReader
+from .read_models.delegations import DelegationReader, Delegations
+from .read_models.handoff_routes import HandoffRouteReader, HandoffRoutes
+from .read_models.mcp_health import McpHealth, McpHealthReader
+from .read_models.session_history import SessionHistory, SessionHistoryReader
+from .read_models.stream_catalog import StreamCatalog, StreamCatalogReader
+from .read_models.subagent_tasks import SubagentTaskReader, SubagentTasks
+from .read_models.task_boards import TaskBoardReader, TaskBoards
+from .read_models.tool_audit import ToolAudit, ToolAuditReader
 from .readers import Reader, ReadModels, open_read_models
 from .rebuild import rebuild
-from .replay import AsOf, TimelineQuery, read_timeline, state_as_of
 from .runner import ProjectionRunner
+from .timeline import AsOf, TimelineQuery, read_timeline, state_as_of
 
 #: Every read model clawlog ships, in the order the CLI lists them.
 ALL_PROJECTIONS = (

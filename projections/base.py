@@ -5,7 +5,7 @@ attributes make it faster, never different:
 
 - ``handle_batch(conn, events)``: writes the same rows as calling ``handle`` for each
   event in order (typically with one ``executemany``). If it raises, the runner rolls it
-  back and replays the batch event by event to find the one that fails.
+  back and applies the batch again, event by event, to find the one that fails.
 - ``envelope_only = True``: the projection reads only envelope fields (:class:`Envelope`),
   so the runner does not decode payloads for it during catch-up and rebuilds.
 """

@@ -77,6 +77,15 @@ from clawlog.events.domain.tool import (
     ToolCallStarted,
     ToolLoopWarning,
 )
+from clawlog.events.streams import (
+    agent_stream,
+    guardian_stream,
+    handoff_stream,
+    link_stream,
+    mcp_stream,
+    session_stream,
+    team_stream,
+)
 
 __all__ = ["dump_tables", "mixed_chunk", "write_mixed_log"]
 
@@ -131,7 +140,7 @@ def mixed_chunk(i: int) -> Chunk:
 
 def _turn(i: int) -> Chunk:
     agent, session_key = f"agent{i % 7}", f"user{i % 50}"
-    stream, turn, call = f"session/{agent}/{session_key}", f"turn-{i}", f"call-{i}"
+    stream, turn, call = session_stream(agent, session_key), f"turn-{i}", f"call-{i}"
     tool = ("read_file", "exec", "exec", "exec", "web_fetch", "web_fetch")[i // 10 % 6]
     who: dict[str, Any] = {
         "call_id": call,
@@ -206,11 +215,12 @@ def _team(i: int) -> Chunk:
     ]
     if i % 3:
         events.append(TeamTaskCompleted(task_id=task, by=f"member{i % 3}", result="done"))
-    return f"team/team{i % 5}", events, EventMetadata(actor=f"team/team{i % 5}")
+    team = team_stream(f"team{i % 5}")
+    return team, events, EventMetadata(actor=team)
 
 
 def _actor(i: int) -> Chunk:
-    path = f"session/agent{i % 7}/user{i % 50}"
+    path = session_stream(f"agent{i % 7}", f"user{i % 50}")
     failed = ActorFailed(
         path=path, error_type="RuntimeError", message=f"boom {i}", traceback_digest=f"{i % 4:016x}"
     )
@@ -232,7 +242,7 @@ def _actor(i: int) -> Chunk:
     variant = i // 10 % 5
     if variant == 4:
         letter = DeadLetter(path=path, message_type="UserMessage", reason="actor stopped")
-        return "system/guardian", [letter], EventMetadata(actor="system/guardian")
+        return guardian_stream(), [letter], EventMetadata(actor=guardian_stream())
     return path, lifecycles[variant], EventMetadata(actor=path)
 
 
@@ -243,7 +253,7 @@ def _handoff(i: int) -> Chunk:
         if i % 40 < 30
         else HandoffCleared(channel=channel, chat_id=chat, agent=f"agent{i % 7}")
     )
-    return f"handoff/{channel}/{chat}", [event], EventMetadata(actor="agent/agent0")
+    return handoff_stream(channel, chat), [event], EventMetadata(actor=agent_stream("agent0"))
 
 
 def _delegation(i: int) -> Chunk:
@@ -256,7 +266,7 @@ def _delegation(i: int) -> Chunk:
     requested = DelegationRequested(
         delegation_id=delegation, source=source, target=target, task=f"help with {i}", at=i
     )
-    stream = f"link/{source}->{target}"
+    stream = link_stream(source, target)
     return stream, [requested, outcome], EventMetadata(actor=stream)
 
 
@@ -265,7 +275,7 @@ def _subagent(i: int) -> Chunk:
     events: list[Event] = [
         SubagentSpawned(
             task_id=task,
-            parent_session=f"session/{agent}/user{i % 50}",
+            parent_session=session_stream(agent, f"user{i % 50}"),
             task=f"research {i}",
             at=float(i),
         ),
@@ -273,7 +283,7 @@ def _subagent(i: int) -> Chunk:
             task_id=task, status="completed" if i % 4 else "failed", result="found it", at=i + 1.0
         ),
     ]
-    return f"agent/{agent}", events, EventMetadata(actor=f"agent/{agent}")
+    return agent_stream(agent), events, EventMetadata(actor=agent_stream(agent))
 
 
 def _mcp(i: int) -> Chunk:
@@ -317,5 +327,5 @@ def _mcp(i: int) -> Chunk:
         ],
         [McpServerRemoved(server=server)],
     ]
-    stream = f"mcp/{server}"
+    stream = mcp_stream(server)
     return stream, steps[i // 20 % 6], EventMetadata(actor=stream)

@@ -9,12 +9,12 @@ stdio (installed by ``scripts/mcp_servers.sh``). Direct: ``ClientSession.call_to
 the benchmark's loop. Ours: ``tools.run_tool_call`` (resolve, policy, validation, rate
 limit with no windows, loop detection, approval lookup, execute, scrub, truncate) run on
 the I/O hub as a Session runs it, events kept in memory. Agents' MCP tools call through
-the connection actor's call gate (the live link the actor opened, on the hub, under the
-call deadline); the mailbox row asks the actor instead (``CallTool``: it admits the
-call and runs it on the hub), two thread hops more. The last row adds the durable
-events a Session writes (two appends per call, SQLite FULL). The sides run
-in alternating batches of 20 sequential calls, so load from elsewhere hits both alike.
-Ends with the ``RATIOS`` line (our p50 / direct p50).
+the connection actor's ``DirectCalls`` (straight to the ``McpClient`` the actor opened,
+on the hub, under the call deadline); the mailbox row asks the actor instead
+(``CallTool``: it admits the call and runs it on the hub), two thread hops more. The
+last row adds the durable events a Session writes (two appends per call, SQLite FULL).
+The sides run in alternating batches of 20 sequential calls, so load from elsewhere hits
+both alike. Ends with the ``RATIOS`` line (our p50 / direct p50).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from clawlog.actors import System  # noqa: E402
 from clawlog.actors.mcp import McpServerConfig, mcp_servers  # noqa: E402
 from clawlog.actors.mcp.messages import CallTool  # noqa: E402
 from clawlog.actors.mcp.tool import McpTool  # noqa: E402
+from clawlog.events.streams import mcp_stream, session_stream  # noqa: E402
 from clawlog.tools import (  # noqa: E402
     FunctionTool,
     RateLimitConfig,
@@ -95,7 +96,7 @@ async def direct_batch(session: ClientSession, start: int) -> list[float]:
 
 def mailbox_tool(system: System, echo: McpTool) -> FunctionTool:
     """``echo`` through the connection actor's mailbox (``CallTool``), as operators call."""
-    handle = system.actor("mcp/everything")
+    handle = system.actor(mcp_stream("everything"))
     assert handle is not None
 
     async def run(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -118,7 +119,7 @@ class Ours:
         self.pipeline = ToolPipeline(registry, rate_limiter=unlimited)
         self.ctx = ToolContext(agent="bench", session_key="s", user="u")
         self.system = system
-        self.durable = StoreSink(system.runtime.store, "session/bench/durable")
+        self.durable = StoreSink(system.runtime.store, session_stream("bench", "durable"))
 
     async def batch(self, start: int, durable: bool = False, tool: str = TOOL) -> list[float]:
         return await self.system.runtime.hub.run_async(self._batch(start, durable, tool))
@@ -162,9 +163,9 @@ async def main(quick: bool) -> None:
                 durable += await ours_side.batch(n * BATCH, durable=True)
     rows = [
         ("SDK ClientSession.call_tool (direct)", bare),
-        ("clawlog: pipeline + McpTool (actor's call gate)", ours),
+        ("clawlog: pipeline + McpTool (DirectCalls)", ours),
         ("clawlog: pipeline + actor mailbox (CallTool)", mailbox),
-        ("clawlog: gate + durable events (SQLite FULL)", durable),
+        ("clawlog: DirectCalls + durable events (SQLite FULL)", durable),
     ]
     print(f"{'what':<50} {'calls':>6} {'p50 µs':>9} {'p99 µs':>9}")
     for name, samples in rows:

@@ -25,6 +25,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clawlog.events import open_store
+from clawlog.events.streams import session_stream
 from clawlog.tools import FunctionTool, RateLimitConfig, ToolContext, ToolPipeline, ToolRegistry
 from clawlog.tools.driver import RecordingSink, StoreSink, run_tool_call
 from clawlog.tools.ratelimit import RateLimiter
@@ -78,7 +79,7 @@ async def pipeline_run(
 
     async def session(k: int) -> None:
         ctx = ToolContext(agent="bench", session_key=f"s{k}")
-        sink = StoreSink(store, f"session/bench/s{k}")
+        sink = StoreSink(store, session_stream("bench", f"s{k}"))
         for i in range(calls_per_session):
             started = time.perf_counter()
             await run_tool_call(pipeline, ctx, "noop", {"n": i}, sink, call_id=f"c{k}-{i}")

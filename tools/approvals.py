@@ -24,12 +24,14 @@ from __future__ import annotations
 import fnmatch
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import msgspec
 
 from clawlog.events import Event
 from clawlog.events.domain.tool import (
+    AllowlistMatch,
+    ApprovalOutcome,
     ToolAllowlistChanged,
     ToolApprovalDecided,
     ToolApprovalRequested,
@@ -54,7 +56,8 @@ __all__ = [
 
 Security = Literal["deny", "allowlist", "full"]
 Ask = Literal["off", "on-miss", "always"]
-DECISIONS = ("allow-once", "allow-always", "deny", "timeout")
+#: Every answer an approval request can end with (``ApprovalOutcome``'s values).
+DECISIONS: tuple[ApprovalOutcome, ...] = get_args(ApprovalOutcome)
 _SECURITY = ("deny", "allowlist", "full")
 _ASK = ("off", "on-miss", "always")
 _SHELL_META = set(";&|$`<>\n(){}")
@@ -116,7 +119,7 @@ class AllowlistEntry(msgspec.Struct, frozen=True, kw_only=True):
     agent: str
     tool: str
     pattern: str
-    match: Literal["exact", "glob"] = "exact"
+    match: AllowlistMatch = "exact"
     by: str = ""
 
     def matches(self, subject: str) -> bool:
@@ -298,7 +301,7 @@ class ApprovalState:
             agent=event.agent,
             tool=event.tool,
             pattern=event.pattern,
-            match="glob" if event.match == "glob" else "exact",
+            match=event.match,
             by=event.by,
         )
         with self._lock:

@@ -18,7 +18,7 @@ __all__ = ["match_deny_pattern"]
 
 def match_deny_pattern(command: str) -> CommandPattern | None:
     """The first deny pattern of :data:`~clawlog.tools.exec.patterns.DENY` that ``command``
-    matches in any of its views, or None. Its ``group`` is the seed's category
+    matches in any of its forms, or None. Its ``group`` is the seed's category
     (``destructive file ops``…), its ``label`` the seed's spelling of the pattern."""
     found = match_deny(command)
     return found[0] if found is not None else None

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, get_args
 
 import msgspec
 
 from clawlog.events import Event
 from clawlog.events.domain.tool import (
+    AllowlistMatch,
     ApprovalOutcome,
     ToolAllowlistChanged,
     ToolApprovalDecided,
@@ -361,12 +362,12 @@ class ToolPipeline:
         pattern: str,
         *,
         added: bool = True,
-        match: str = "glob",
+        match: AllowlistMatch = "glob",
         by: str = "",
     ) -> list[Event]:
         """Events for an operator's allowlist edit (``match="glob"``: fnmatch patterns such
         as ``git status*``); append them, then :meth:`apply`."""
-        if match not in ("exact", "glob"):
+        if match not in get_args(AllowlistMatch):  # callers without type checking
             raise ApprovalError(f"match must be 'exact' or 'glob', not {match!r}")
         return [
             ToolAllowlistChanged(

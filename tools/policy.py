@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Sequence
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 import msgspec
 
@@ -32,9 +32,10 @@ from .errors import PolicyError
 from .groups import PROFILES, canonical_group, groups_of
 from .policy_config import PolicyConfig, ToolPolicy
 
-__all__ = ["STEPS", "PolicyEngine", "PolicyExplanation", "PolicyStepTrace"]
+__all__ = ["STEPS", "PolicyEngine", "PolicyExplanation", "PolicyStep", "PolicyStepTrace"]
 
-STEPS = (
+#: The policy steps, in the order they run.
+PolicyStep = Literal[
     "profile",
     "provider_profile",
     "allow",
@@ -50,12 +51,13 @@ STEPS = (
     "owner_only",
     "user_allowed_tools",
     "request_allow",
-)
+]
+STEPS: tuple[PolicyStep, ...] = get_args(PolicyStep)
 Effect = Literal["kept", "removed", "added", "skipped"]
 
 
 class PolicyStepTrace(msgspec.Struct, frozen=True):
-    step: str
+    step: PolicyStep
     effect: Effect
     #: The configuration that applied, and the entry that matched (if any).
     rule: str
@@ -66,7 +68,7 @@ class PolicyExplanation(msgspec.Struct, frozen=True, kw_only=True):
     allowed: bool
     steps: list[PolicyStepTrace]
     #: The last step that removed or added the tool; "" if none did.
-    decided_by: str
+    decided_by: PolicyStep | Literal[""]
     decided_rule: str = ""
 
     def summary(self) -> str:
@@ -116,7 +118,7 @@ def _is_glob(entry: str) -> bool:
 class _Compiled(NamedTuple):
     """The matchers that apply to one (agent, provider)."""
 
-    allow_steps: list[tuple[str, _Matcher | None]]
+    allow_steps: list[tuple[PolicyStep, _Matcher | None]]
     deny: _Matcher | None
     agent_deny: _Matcher | None
     also_allow: _Matcher | None
@@ -159,7 +161,7 @@ class PolicyEngine:
     # -- evaluation ---------------------------------------------------------------------
     def _evaluate(
         self, tool: Tool | str, ctx: ToolContext, trace: list[PolicyStepTrace] | None
-    ) -> tuple[bool, str, str]:
+    ) -> tuple[bool, PolicyStep | Literal[""], str]:
         name, own_group, owner_flag = (
             (tool, "", False) if isinstance(tool, str) else (tool.name, tool.group, tool.owner_only)
         )
@@ -210,7 +212,7 @@ class PolicyEngine:
             (ap.profile, f"agents.{agent}.byProvider.{provider}.profile"),
             (gp.profile, f"tools.byProvider.{provider}.profile"),
         )
-        steps = [
+        steps: list[tuple[PolicyStep, _Matcher | None]] = [
             ("profile", _profile_matcher(profile, profile_src)),
             ("provider_profile", _profile_matcher(p_profile, p_src)),
             ("allow", _opt(glob.allow, "tools.allow")),
@@ -236,15 +238,16 @@ class _Run:
     def __init__(self, name: str, groups: frozenset[str], trace: list[PolicyStepTrace] | None):
         self.name, self.groups, self.trace = name, groups, trace
         self.allowed, self.denied = True, False
-        self.decided_by = self.decided_rule = ""
+        self.decided_by: PolicyStep | Literal[""] = ""
+        self.decided_rule = ""
 
-    def _note(self, step: str, effect: Effect, rule: str) -> None:
+    def _note(self, step: PolicyStep, effect: Effect, rule: str) -> None:
         if effect in ("removed", "added"):
             self.decided_by, self.decided_rule = step, rule
         if self.trace is not None:
             self.trace.append(PolicyStepTrace(step, effect, rule))
 
-    def intersect(self, step: str, matcher: _Matcher | None) -> None:
+    def intersect(self, step: PolicyStep, matcher: _Matcher | None) -> None:
         if matcher is None:
             self._note(step, "skipped", "not configured")
             return
@@ -257,7 +260,7 @@ class _Run:
             self.allowed = False
             self._note(step, "removed", f"{matcher.source} does not list it")
 
-    def subtract(self, step: str, matcher: _Matcher | None) -> None:
+    def subtract(self, step: PolicyStep, matcher: _Matcher | None) -> None:
         if matcher is None:
             why = "not at max depth" if step == "leaf_deny" else "not configured"
             self._note(step, "skipped", why)
@@ -273,7 +276,7 @@ class _Run:
         else:
             self._note(step, "skipped", f"{matcher.source} has {entry!r}; already removed")
 
-    def add_back(self, step: str, matcher: _Matcher | None) -> None:
+    def add_back(self, step: PolicyStep, matcher: _Matcher | None) -> None:
         entry = matcher.match(self.name, self.groups) if matcher is not None else None
         if matcher is None or entry is None:
             self._note(step, "skipped", "not configured" if matcher is None else "not listed")

@@ -11,16 +11,22 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
 
 import msgspec
 
 __all__ = [
     "DEFAULT_USER_TOOL_WINDOWS",
     "RateLimitConfig",
+    "RateLimitScope",
     "RateLimitVerdict",
     "RateLimiter",
     "Window",
 ]
+
+
+#: Which windows a call is counted in: its session's, or its user's for that tool.
+RateLimitScope = Literal["session", "user_tool"]
 
 
 class Window(msgspec.Struct, frozen=True):
@@ -51,8 +57,8 @@ class RateLimitVerdict(msgspec.Struct, frozen=True, kw_only=True):
     allowed: bool
     #: Seconds until the call would pass; 0 when allowed.
     retry_after: float = 0.0
-    #: ``session`` or ``user_tool``, and the window that refused.
-    scope: str = ""
+    #: The windows and the window that refused (``""`` when allowed).
+    scope: RateLimitScope | Literal[""] = ""
     window: Window | None = None
 
     def describe(self, tool: str, user: str) -> str:
@@ -83,7 +89,7 @@ class RateLimiter:
     def check(self, session_id: str, user: str, tool: str) -> RateLimitVerdict:
         """Record a call of ``tool`` by ``user`` in ``session_id`` if every window has room."""
         tool_windows = self.config.per_tool.get(tool, self.config.user_tool)
-        plan = [
+        plan: list[tuple[tuple[str, ...], Sequence[Window], RateLimitScope]] = [
             (("s", session_id), self.config.session, "session"),
             (("u", user, tool), tool_windows, "user_tool"),
         ]
@@ -102,7 +108,11 @@ class RateLimiter:
         return _ALLOWED
 
     def _refusal(
-        self, key: tuple[str, ...], windows: Sequence[Window], now: float, scope: str
+        self,
+        key: tuple[str, ...],
+        windows: Sequence[Window],
+        now: float,
+        scope: RateLimitScope,
     ) -> RateLimitVerdict | None:
         calls: Sequence[float] = self._calls.get(key) or ()
         worst: RateLimitVerdict | None = None

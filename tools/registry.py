@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, get_args
 
 import msgspec
+
+from clawlog.events.domain.tool import ToolDomain
 
 from .base import Tool
 from .errors import DuplicateTool, ProtectedName, UnknownTool
 from .schemas import Validator, compile_validator, normalize_schema
 
-__all__ = ["PROTECTED_NAMES", "ToolDefinition", "ToolRegistry"]
+__all__ = ["PROTECTED_NAMES", "TOOL_DOMAINS", "ToolDefinition", "ToolRegistry"]
+
+#: The domains a call can be recorded with (``tool.call_started``).
+TOOL_DOMAINS: tuple[str, ...] = get_args(ToolDomain)
 
 #: Built-in names no runtime tool may take: seed 004 §3's 35 and seed 001's native tools.
 PROTECTED_NAMES: frozenset[str] = frozenset(
@@ -169,6 +174,11 @@ class ToolRegistry:
             raise TypeError(f"{tool!r} does not implement the tools.Tool protocol")
         if not tool.name or not tool.name.replace("_", "a").replace("-", "a").isalnum():
             raise ValueError(f"invalid tool name {tool.name!r}: use letters, digits, _ and -")
+        if tool.domain not in TOOL_DOMAINS:  # the log records it: refuse it here, not there
+            raise ValueError(
+                f"tool {tool.name!r}: domain {tool.domain!r} is not one of "
+                f"{', '.join(TOOL_DOMAINS)}"
+            )
         return _Entry(tool, compile_validator(tool.parameters, tool.name))
 
     def _commit(self, new: dict[str, _Entry]) -> None:

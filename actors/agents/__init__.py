@@ -1,11 +1,11 @@
 """Agents: AgentSupervisor and Session actors running the agent loop."""
 
+from clawlog.events.streams import agent_stream, session_stream
+
 from .config import AgentConfig, QualityGate, SubagentLimits
 from .gateway import CallerContext, ToolGateway
 from .messages import SessionStatus
 from .prompt import CONTEXT_FILES, ContextSource, PromptBuilder
-from .session import session_stream
-from .supervisor import agent_stream
 
 __all__ = [
     "CONTEXT_FILES",

@@ -18,7 +18,7 @@ from clawlog.events.domain.tool import ApprovalOutcome
 
 from ..providers.base import ToolSpec
 
-__all__ = ["CallerContext", "GateResult", "GateStep", "ToolGateway"]
+__all__ = ["CallResult", "CallStep", "CallerContext", "ToolGateway"]
 
 
 class CallerContext(msgspec.Struct, frozen=True, kw_only=True):
@@ -37,12 +37,12 @@ class CallerContext(msgspec.Struct, frozen=True, kw_only=True):
     #: The stream of the session making the call.
     session_stream: str = ""
     #: Set for turns run by a quality gate or an evaluate loop: no gates on delegations.
-    skip_hooks: bool = False
+    skip_quality_gates: bool = False
     #: The tool call being made, as the tools that drive actors see it ("" elsewhere).
     call_id: str = ""
 
 
-class GateStep(msgspec.Struct, frozen=True, kw_only=True):
+class CallStep(msgspec.Struct, frozen=True, kw_only=True):
     """What begin/decide concluded: events to append, then refused | approval | ready."""
 
     events: list[Event]
@@ -53,7 +53,9 @@ class GateStep(msgspec.Struct, frozen=True, kw_only=True):
     approval_timeout_s: float = 120.0
 
 
-class GateResult(msgspec.Struct, frozen=True, kw_only=True):
+class CallResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What run concluded: the events of the executed call."""
+
     events: list[Event]
 
 
@@ -62,15 +64,15 @@ class ToolGateway(Protocol):
         """The tools this caller may use, as its model provider wants them."""
         ...
 
-    def begin(self, ctx: CallerContext, call: ToolCall) -> GateStep: ...
+    def begin(self, ctx: CallerContext, call: ToolCall) -> CallStep: ...
 
-    async def run(self, ticket: Any) -> GateResult:
+    async def run(self, ticket: Any) -> CallResult:
         """Execute a ready call on the hub. Never raises: failures become events."""
         ...
 
     def decide(
         self, ctx: CallerContext, ticket: Any, decision: ApprovalOutcome, by: str
-    ) -> GateStep:
+    ) -> CallStep:
         """Apply an approval decision: allow-once | allow-always | deny | timeout."""
         ...
 

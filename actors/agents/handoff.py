@@ -7,7 +7,6 @@ chat go to the target; ``handoff(action="clear")`` hands back. Idle routes passi
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import msgspec
@@ -26,21 +25,7 @@ __all__ = [
     "RouteState",
     "SetRoute",
     "apply_route_event",
-    "route_stream",
 ]
-
-_SEGMENT = re.compile(r"[^A-Za-z0-9_.:@+=#~,-]")
-
-
-def route_stream(channel: str, chat_id: str) -> str:
-    """The stream of one (channel, chat) route; unusual characters are escaped as ``~xx``."""
-    if not channel or not chat_id:
-        raise ValueError("a handoff route needs both a channel and a chat id")
-
-    def escape(text: str) -> str:
-        return _SEGMENT.sub(lambda m: "".join(f"~{b:02x}" for b in m.group().encode()), text)
-
-    return f"handoff/{escape(channel)}/{escape(chat_id)}"
 
 
 class RouteState(msgspec.Struct, kw_only=True):

@@ -33,7 +33,7 @@ class SendMessage(Request[str], frozen=True, kw_only=True):
     user: str = ""
     turn_id: str = ""
     #: Quality gates do not run for delegations made in this turn (recursion guard).
-    skip_hooks: bool = False
+    skip_quality_gates: bool = False
     #: The reply also goes to the outbox with this kind ("reply", "handoff", ...; see
     #: events.domain.outbox); "" when it is only for the asker.
     outbox_kind: str = ""

@@ -2,7 +2,7 @@
 
 It turns a :class:`CallerContext` into a :class:`tools.ToolContext` (the actor ports ride
 in ``ports``), wraps the actor-driving tools as ``tools`` Tools, maps the pipeline's
-decisions to :class:`GateStep` values, and folds the tool events a Session applies into
+decisions to :class:`CallStep` values, and folds the tool events a Session applies into
 the pipeline's approval state (allow-always lists survive restarts that way).
 """
 
@@ -42,7 +42,7 @@ from clawlog.tools.policy import PolicyEngine
 from ..errors import Rejected
 from ..providers.base import ToolSpec
 from .config import AgentConfig
-from .gateway import CallerContext, GateResult, GateStep
+from .gateway import CallerContext, CallResult, CallStep
 
 __all__ = ["ActorToolAdapter", "PipelineGateway", "policy_for"]
 
@@ -136,19 +136,19 @@ class PipelineGateway:
             for d in self.pipeline.definitions(self.context(ctx))
         ]
 
-    def begin(self, ctx: CallerContext, call: ToolCall) -> GateStep:
+    def begin(self, ctx: CallerContext, call: ToolCall) -> CallStep:
         # The tools that drive actors see which call they are (the message tool records it).
         context = self.context(msgspec.structs.replace(ctx, call_id=call.id))
         decision = self.pipeline.begin(context, call.id, call.name, call.arguments)
         return _step(decision)
 
-    async def run(self, ticket: Any) -> GateResult:
+    async def run(self, ticket: Any) -> CallResult:
         outcome = await self.pipeline.execute(ticket)
-        return GateResult(events=list(outcome.events))
+        return CallResult(events=list(outcome.events))
 
     def decide(
         self, ctx: CallerContext, ticket: Any, decision: ApprovalOutcome, by: str
-    ) -> GateStep:
+    ) -> CallStep:
         return _step(self.pipeline.decide_approval(ticket, decision, by))
 
     def interrupted(self, ctx: CallerContext, call_id: str, name: str, reason: str) -> list[Event]:
@@ -204,15 +204,15 @@ class PipelineGateway:
         return self.pipeline.scrubber.scrub(text)
 
 
-def _step(decision: Any) -> GateStep:
+def _step(decision: Any) -> CallStep:
     if isinstance(decision, Refused):
-        return GateStep(events=list(decision.events), outcome="refused")
+        return CallStep(events=list(decision.events), outcome="refused")
     if isinstance(decision, NeedsApproval):
-        return GateStep(
+        return CallStep(
             events=list(decision.events),
             outcome="approval",
             ticket=decision.request,
             approval_timeout_s=decision.request.timeout_s,
         )
     assert isinstance(decision, Ready)
-    return GateStep(events=list(decision.events), outcome="ready", ticket=decision.plan)
+    return CallStep(events=list(decision.events), outcome="ready", ticket=decision.plan)

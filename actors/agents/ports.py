@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from clawlog.events.streams import agent_stream, handoff_stream
+
 from ..errors import ActorDead
 from .config import validate_agent_key
 from .gateway import CallerContext
-from .handoff import ClearRoute, HandoffRoute, SetRoute, route_stream
+from .handoff import ClearRoute, HandoffRoute, SetRoute
 from .messages import GetSessionStatus, SendMessage, SessionStatus
 from .subagents import (
     CancelSubagents,
@@ -20,7 +22,6 @@ from .subagents import (
     SteerSubagent,
     SubagentInfo,
 )
-from .supervisor import agent_stream
 
 if TYPE_CHECKING:
     from ..runtime import ActorHandle, Runtime
@@ -121,9 +122,9 @@ class AgentPorts:
 
     async def _route(self, channel: str, chat_id: str) -> ActorHandle[Any]:
         from ..actor import launch
-        from ..internal import Ready
+        from ..internal import AwaitRecovery
 
-        path = route_stream(channel, chat_id)
+        path = handoff_stream(channel, chat_id)
         handle = self._runtime.lookup(path)
         if handle is not None and handle.is_alive():
             return handle
@@ -133,7 +134,7 @@ class AgentPorts:
             found = self._runtime.lookup(path)
             assert found is not None
             return found
-        await handle.ask(Ready())
+        await handle.ask(AwaitRecovery())
         return handle
 
     # -- sessions -----------------------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import Any
 
 from clawlog.events import event_tag
 from clawlog.events.domain.session import TurnCancelled, TurnCompleted, TurnFailed, TurnStarted
+from clawlog.events.streams import session_stream
 
 __all__ = ["unfinished_sessions"]
 
@@ -29,7 +30,7 @@ async def unfinished_sessions(store: Any, agent: str) -> list[str]:
     Only the rows' stream and type are needed, so the payloads are not decoded: a corrupt
     event in one session cannot keep the agent's other sessions from resuming (that
     session's own start reports it)."""
-    prefix = f"session/{agent}/"
+    prefix = session_stream(agent, "")
     open_turn: dict[str, bool] = {}
     position = 1
     while True:

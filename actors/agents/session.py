@@ -40,6 +40,7 @@ from clawlog.events.domain.session import (
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
+    TurnFailureReason,
     TurnStarted,
 )
 from clawlog.events.domain.tool import ApprovalOutcome
@@ -55,7 +56,7 @@ from ..errors import (
 from ..messages import Message, Piped
 from ..providers.base import Model, ModelReply, ModelRequest
 from .config import AgentConfig
-from .gateway import CallerContext, GateStep, ToolGateway
+from .gateway import CallerContext, CallStep, ToolGateway
 from .messages import (
     AnswerApproval,
     ApprovalTimedOut,
@@ -71,14 +72,10 @@ from .posting import message_posted
 from .prompt import PromptBuilder
 from .session_state import SessionState, apply_session_event
 
-__all__ = ["SESSION_END_HOOKS", "Session", "session_stream"]
+__all__ = ["SESSION_END_HOOKS", "Session"]
 
 #: ``runtime.services`` key: callables ``(agent, session_key)`` a stopping Session calls.
 SESSION_END_HOOKS = "session_end_hooks"
-
-
-def session_stream(agent: str, session_key: str) -> str:
-    return f"session/{agent}/{session_key}"
 
 
 class _Active:
@@ -128,7 +125,7 @@ class Session(EventSourcedActor[SessionState]):
         self._queue: deque[tuple[SendMessage, Any]] = deque()
         self._active: _Active | None = None
         #: (turn_id, reason, message) of a turn a store failure ended before the log did.
-        self._unsettled: tuple[str, str, str] | None = None
+        self._unsettled: tuple[str, TurnFailureReason, str] | None = None
         self._settle_tries = 0
         self._settle_error = None
         self._unstarted = None
@@ -213,7 +210,7 @@ class Session(EventSourcedActor[SessionState]):
                 channel=message.channel,
                 chat_id=message.chat_id,
                 user=message.user,
-                skip_hooks=message.skip_hooks,
+                skip_quality_gates=message.skip_quality_gates,
                 outbox_kind=message.outbox_kind,
             )
         )
@@ -317,10 +314,10 @@ class Session(EventSourcedActor[SessionState]):
             return
         ctx = self.caller()
         for tool_call in calls:
-            self._apply_gate(tool_call.id, self._gateway.begin(ctx, tool_call))
+            self._apply_step(tool_call.id, self._gateway.begin(ctx, tool_call))
         self._continue_if_done()
 
-    def _apply_gate(self, call_id: str, step: GateStep) -> None:
+    def _apply_step(self, call_id: str, step: CallStep) -> None:
         turn, active = self.state.turn, self._active
         assert turn is not None and active is not None
         if step.events:
@@ -357,7 +354,7 @@ class Session(EventSourcedActor[SessionState]):
         if turn is None or active is None or call_id not in active.tickets:
             raise Rejected(f"no approval is pending for call {call_id!r}")
         ticket = active.tickets.pop(call_id)
-        self._apply_gate(call_id, self._gateway.decide(self.caller(), ticket, decision, by))
+        self._apply_step(call_id, self._gateway.decide(self.caller(), ticket, decision, by))
         self._continue_if_done()
         return True
 
@@ -384,7 +381,7 @@ class Session(EventSourcedActor[SessionState]):
             active.reply.set(text)
         self._next_turn()
 
-    def _fail_turn(self, reason: str, text: str) -> None:
+    def _fail_turn(self, reason: TurnFailureReason, text: str) -> None:
         turn, active = self.state.turn, self._active
         assert turn is not None
         self.emit(
@@ -530,7 +527,7 @@ class Session(EventSourcedActor[SessionState]):
                     step = self._gateway.begin(ctx, tool_call)
                     if step.outcome == "approval":  # already recorded: only wait again
                         step = msgspec.structs.replace(step, events=[])
-                    self._apply_gate(tool_call.id, step)
+                    self._apply_step(tool_call.id, step)
         self._continue_if_done()
 
     # -- failures inside a turn ---------------------------------------------------------
@@ -654,7 +651,7 @@ class Session(EventSourcedActor[SessionState]):
             workspace=self.config.workspace,
             provider=self.model.provider,
             session_stream=self.path,
-            skip_hooks=bool(turn and turn.skip_hooks),
+            skip_quality_gates=bool(turn and turn.skip_quality_gates),
         )
 
     def _is_current(self, turn_id: str) -> bool:
@@ -691,7 +688,7 @@ async def _timed(coro: Any) -> tuple[Any, float]:
     return value, (time.perf_counter() - started) * 1000
 
 
-def _failure_reason(exc: Exception) -> str:
+def _failure_reason(exc: Exception) -> TurnFailureReason:
     """``TurnFailed.reason`` for an error raised by a step of the turn."""
     if isinstance(exc, InvalidAppend):
         return "append_refused"  # nothing was written (too large, not encodable)

@@ -32,7 +32,8 @@ class TurnState(msgspec.Struct, kw_only=True):
     pending_calls: dict[str, str] = msgspec.field(default_factory=dict)
     #: call ids waiting for an approval decision.
     awaiting_approval: list[str] = msgspec.field(default_factory=list)
-    skip_hooks: bool = False
+    #: Delegations made in this turn run no quality gates. Snapshots keep the old name.
+    skip_quality_gates: bool = msgspec.field(default=False, name="skip_hooks")
     #: The outbox kind of the turn's reply ("" = only for the asker).
     outbox_kind: str = ""
 
@@ -74,7 +75,7 @@ def apply_session_event(
             state.turn = TurnState(
                 turn_id=event.turn_id,
                 sender=event.sender,
-                skip_hooks=event.skip_hooks,
+                skip_quality_gates=event.skip_quality_gates,
                 outbox_kind=_outbox_kind(event),
             )
             if event.channel:

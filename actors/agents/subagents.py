@@ -21,8 +21,10 @@ from clawlog.events.domain.agent import (
     SubagentArchived,
     SubagentFinished,
     SubagentMode,
+    SubagentOutcome,
     SubagentRefused,
     SubagentSpawned,
+    SubagentStatus,
     SubagentSteered,
 )
 
@@ -37,10 +39,10 @@ __all__ = [
     "SpawnSubagent",
     "SteerSubagent",
     "Subagent",
+    "SubagentBook",
     "SubagentDone",
     "SubagentInfo",
-    "TaskBook",
-    "apply_task_event",
+    "apply_subagent_event",
 ]
 
 
@@ -52,7 +54,7 @@ class SubagentInfo(msgspec.Struct, kw_only=True):
     label: str = ""
     depth: int = 1
     mode: SubagentMode = "async"
-    status: str = "running"
+    status: SubagentStatus = "running"
     result: str = ""
     error: str = ""
     created_at: float = 0.0
@@ -61,12 +63,14 @@ class SubagentInfo(msgspec.Struct, kw_only=True):
     announced: bool = False
 
 
-class TaskBook(msgspec.Struct, kw_only=True):
+class SubagentBook(msgspec.Struct, kw_only=True):
+    """The supervisor's subagents by task id, in spawn order (folded from ``agent/{key}``)."""
+
     tasks: dict[str, SubagentInfo] = msgspec.field(default_factory=dict)
     order: list[str] = msgspec.field(default_factory=list)
 
 
-def apply_task_event(book: TaskBook, event: Event) -> None:
+def apply_subagent_event(book: SubagentBook, event: Event) -> None:
     match event:
         case SubagentSpawned():
             book.tasks[event.task_id] = SubagentInfo(
@@ -124,7 +128,7 @@ class SteerSubagent(Request[SubagentInfo], frozen=True, kw_only=True):
 
 class SubagentDone(Message, frozen=True, kw_only=True):
     task_id: str
-    status: str
+    status: SubagentOutcome
     result: str = ""
     error: str = ""
 

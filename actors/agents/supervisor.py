@@ -23,10 +23,12 @@ from clawlog.events.domain.agent import (
     SubagentAnnounced,
     SubagentArchived,
     SubagentFinished,
+    SubagentOutcome,
     SubagentRefused,
     SubagentSpawned,
     SubagentSteered,
 )
+from clawlog.events.streams import session_stream, subagent_stream
 
 from .._bridge import AskEnvelope
 from ..actor import DEFERRED, EventSourcedActor
@@ -47,7 +49,7 @@ from .gateway import ToolGateway
 from .messages import AnswerApproval, CancelTurn, GetSessionStatus, SendMessage
 from .prompt import PromptBuilder
 from .resume import unfinished_sessions
-from .session import Session, session_stream
+from .session import Session
 from .subagents import (
     AnnounceDue,
     ArchiveDue,
@@ -56,28 +58,24 @@ from .subagents import (
     SpawnSubagent,
     SteerSubagent,
     Subagent,
+    SubagentBook,
     SubagentDone,
-    TaskBook,
-    apply_task_event,
+    apply_subagent_event,
     new_task_id,
     now,
 )
 
-__all__ = ["AgentState", "AgentSupervisor", "Reconfigure", "agent_stream", "apply_agent_event"]
+__all__ = ["AgentState", "AgentSupervisor", "Reconfigure", "apply_agent_event"]
 
 _ROUTED = (SendMessage, CancelTurn, AnswerApproval, GetSessionStatus)
 #: ``runtime`` slot name: subagents running in the whole system.
 _SLOTS = "subagents"
 
 
-def agent_stream(key: str) -> str:
-    return f"agent/{key}"
-
-
 class AgentState(msgspec.Struct, kw_only=True):
     config: dict[str, Any] = msgspec.field(default_factory=dict)
     registrations: int = 0
-    tasks: TaskBook = msgspec.field(default_factory=TaskBook)
+    tasks: SubagentBook = msgspec.field(default_factory=SubagentBook)
 
 
 class Reconfigure(Request[bool], frozen=True, kw_only=True):
@@ -95,7 +93,7 @@ def apply_agent_event(state: AgentState, event: Event) -> AgentState:
         state.config = dict(event.config)
         state.registrations += 1
     else:
-        apply_task_event(state.tasks, event)
+        apply_subagent_event(state.tasks, event)
     return state
 
 
@@ -308,7 +306,7 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
         config = msgspec.structs.replace(self.config, max_iterations=limits.max_iterations)
         child = self.spawn(
             Subagent,
-            f"subagent/{task_id}",
+            subagent_stream(task_id),
             config=config,
             model=self.model,
             gateway=self.gateway,
@@ -401,7 +399,7 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
             if not chosen:
                 raise Rejected(f"no running subagent {target!r} in this session")
         for info in chosen:
-            handle = self.children.get(f"subagent/{info.task_id}")
+            handle = self.children.get(subagent_stream(info.task_id))
             if handle is not None and handle.is_alive():
                 handle.ask_blocking(CancelTurn(session_key=info.task_id, by="parent"))
             # Record it now (the child's own notice arrives later and is ignored), so the
@@ -492,7 +490,7 @@ class _DoneReply:
         )
 
     def set_error(self, error: BaseException) -> None:
-        status = "cancelled" if isinstance(error, TurnCancelledError) else "failed"
+        status: SubagentOutcome = "cancelled" if isinstance(error, TurnCancelledError) else "failed"
         self._supervisor.tell(SubagentDone(task_id=self._task_id, status=status, error=str(error)))
 
 

@@ -1,7 +1,8 @@
 """Delegation links between agents, quality gates and the evaluate-optimize loop."""
 
+from clawlog.events.streams import link_stream
+
 from .directory import DelegationDirectory, Target
-from .link import link_stream
 from .messages import DelegationInfo
 
 __all__ = [

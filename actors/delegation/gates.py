@@ -1,9 +1,9 @@
 """Quality gates (seed 001 §11): evaluate a delegation's result before it is delivered.
 
 ``agent`` gates ask a reviewer agent and parse ``APPROVED`` / ``REJECTED: feedback``
-(case-insensitive prefix). The reviewer's turn carries ``skip_hooks``, so delegations it
-makes run no gates (the recursion guard). ``command`` gates run a shell command with the
-result on stdin: exit 0 passes, stderr is the feedback.
+(case-insensitive prefix). The reviewer's turn carries ``skip_quality_gates``, so
+delegations it makes run no gates (the recursion guard). ``command`` gates run a shell
+command with the result on stdin: exit 0 passes, stderr is the feedback.
 
 The link runs :func:`evaluate_gates` on a result and applies what :func:`gate_decision`
 makes of the verdicts: deliver, fail, or retry with the feedback (:func:`revision_prompt`).
@@ -20,6 +20,7 @@ from clawlog.events.domain.delegation import (
     DelegationFailed,
     DelegationRetried,
 )
+from clawlog.events.streams import agent_stream
 from clawlog.tools.deny import match_deny_pattern
 
 from ..agents.config import QualityGate
@@ -48,8 +49,8 @@ def gate_name(gate: QualityGate) -> str:
 
 
 def gates_for(info: DelegationInfo, agent_configs: dict[str, Any]) -> list[QualityGate]:
-    """The gates the source agent puts on its delegations' results (none with skip_hooks)."""
-    if info.skip_hooks:
+    """The gates the source agent puts on its delegations' results (none when skipped)."""
+    if info.skip_quality_gates:
         return []
     config = agent_configs.get(info.source)
     return [
@@ -128,7 +129,7 @@ async def evaluate_gate(
 async def _agent_gate(
     gate: QualityGate, result: str, task: str, runtime: Any, delegation_id: str, attempt: int
 ) -> tuple[bool, str]:
-    reviewer = runtime.lookup(f"agent/{gate.agent}")
+    reviewer = runtime.lookup(agent_stream(gate.agent))
     if reviewer is None or not reviewer.is_alive():
         return False, f"reviewer agent {gate.agent!r} is not registered"
     criteria = gate.criteria or "correct and complete"
@@ -140,7 +141,7 @@ async def _agent_gate(
         session_key=f"gate-{delegation_id}-{attempt}",
         text=prompt,
         sender="gate",
-        skip_hooks=True,
+        skip_quality_gates=True,
     )
     answer = await reviewer.ask(message, gate.timeout_s)
     return parse_verdict(str(answer))

@@ -23,12 +23,14 @@ from clawlog.events.domain.delegation import (
     DelegationCancelled,
     DelegationCompleted,
     DelegationFailed,
+    DelegationFailure,
     DelegationRefused,
     DelegationRequested,
     DelegationRetried,
     GateEvaluated,
     LinkConfigured,
 )
+from clawlog.events.streams import agent_stream
 
 from .._bridge import AskEnvelope
 from ..actor import DEFERRED, EventSourcedActor
@@ -47,11 +49,7 @@ from .messages import (
 )
 from .state import apply_link_event
 
-__all__ = ["DelegationLink", "link_stream"]
-
-
-def link_stream(source: str, target: str) -> str:
-    return f"link/{source}->{target}"
+__all__ = ["DelegationLink"]
 
 
 class _TurnReply:
@@ -209,7 +207,7 @@ class DelegationLink(EventSourcedActor[LinkState]):
                     target_session=f"delegate-{delegation_id}",
                     deadline_s=deadline,
                     at=time.time(),
-                    skip_hooks=request.skip_hooks,
+                    skip_quality_gates=request.skip_quality_gates,
                 )
             ],
             correlation_id=request.correlation_id,
@@ -239,7 +237,7 @@ class DelegationLink(EventSourcedActor[LinkState]):
         return None
 
     def _run_target(self, info: DelegationInfo, text: str, attempt: int) -> None:
-        target = self.runtime.lookup(f"agent/{info.target}")
+        target = self.runtime.lookup(agent_stream(info.target))
         reply = _TurnReply(self.handle_ref, info.delegation_id, attempt)
         if target is None or not target.is_alive():
             reply.set_error(Rejected(f"agent {info.target!r} is not running"))
@@ -249,7 +247,7 @@ class DelegationLink(EventSourcedActor[LinkState]):
             text=text,
             sender=f"delegate:{info.source}",
             user=info.user,
-            skip_hooks=info.skip_hooks,
+            skip_quality_gates=info.skip_quality_gates,
         )
         target.ref.tell(AskEnvelope(message, reply))
 
@@ -265,7 +263,7 @@ class DelegationLink(EventSourcedActor[LinkState]):
             # A caller waiting on it hears it when the link stops (on_stop).
             return
         if not outcome.ok:
-            reason = "crashed" if outcome.crashed else "target_failed"
+            reason: DelegationFailure = "crashed" if outcome.crashed else "target_failed"
             self._finish(
                 info,
                 DelegationFailed(
@@ -340,7 +338,7 @@ class DelegationLink(EventSourcedActor[LinkState]):
         return info
 
     def _cancel_target(self, info: DelegationInfo) -> None:
-        target = self.runtime.lookup(f"agent/{info.target}")
+        target = self.runtime.lookup(agent_stream(info.target))
         if target is not None and target.is_alive():
             target.tell(CancelTurn(session_key=info.target_session, by=f"link:{info.source}"))
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 import msgspec
 
 from clawlog.events.domain.delegation import DelegationMode, DelegationStatus
+from clawlog.events.folds.delegation import DelegationEndReason
 
 from ..messages import Message, Request
 
@@ -34,12 +33,13 @@ class DelegationInfo(msgspec.Struct, kw_only=True):
     target_session: str = ""
     status: DelegationStatus = "running"
     result: str = ""
-    reason: str = ""
+    reason: DelegationEndReason = ""
     requested_at: float = 0.0
     deadline_at: float = 0.0
     finished_at: float | None = None
     attempts: int = 1
-    skip_hooks: bool = False
+    #: The delegated turn runs no quality gates. Snapshots keep the old name.
+    skip_quality_gates: bool = msgspec.field(default=False, name="skip_hooks")
     announced: bool = False
 
 
@@ -62,7 +62,7 @@ class Delegate(Request[DelegationInfo], frozen=True, kw_only=True):
     user: str = ""
     source_session: str = ""
     source_key: str = ""
-    skip_hooks: bool = False
+    skip_quality_gates: bool = False
     deadline_s: float | None = None
 
 

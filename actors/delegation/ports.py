@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from clawlog.events.domain.delegation import DelegationMode
+from clawlog.events.streams import agent_stream, link_stream
 
 from ..agents.gateway import CallerContext
 from ..errors import Rejected
 from .directory import DelegationDirectory, Target
 from .gates import parse_verdict
-from .link import link_stream
 from .messages import CancelDelegation, Delegate, DelegationInfo, ListDelegations
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class DelegationPorts:
         *,
         mode: DelegationMode = "sync",
         deadline_s: float | None = None,
-        skip_hooks: bool | None = None,
+        skip_quality_gates: bool | None = None,
     ) -> DelegationInfo:
         """Delegate ``task`` over the link ctx.agent → target. Errors say what to do."""
         if mode not in ("sync", "async"):
@@ -64,7 +64,9 @@ class DelegationPorts:
             source_session=ctx.session_stream,
             source_key=ctx.session_key,
             deadline_s=deadline_s,
-            skip_hooks=ctx.skip_hooks if skip_hooks is None else skip_hooks,
+            skip_quality_gates=(
+                ctx.skip_quality_gates if skip_quality_gates is None else skip_quality_gates
+            ),
             correlation_id=ctx.correlation_id or None,
         )
         wait = (deadline_s or 300.0) + 30.0 if mode == "sync" else None
@@ -112,14 +114,14 @@ class DelegationPorts:
         prompt = task
         draft = ""
         for number in range(1, rounds + 1):
-            draft = (await self.delegate(ctx, generator, prompt, skip_hooks=True)).result
+            draft = (await self.delegate(ctx, generator, prompt, skip_quality_gates=True)).result
             verdict = (
                 await self.delegate(
                     ctx,
                     evaluator,
                     f"Evaluate against these criteria: {criteria}\nAnswer "
                     f"'APPROVED' or 'REJECTED: <feedback>'.\n\nTask: {task}\n\nDraft:\n{draft}",
-                    skip_hooks=True,
+                    skip_quality_gates=True,
                 )
             ).result
             approved, feedback = parse_verdict(verdict)
@@ -134,7 +136,7 @@ class DelegationPorts:
     def _link(self, source: str, target: str) -> ActorHandle[Any]:
         if source == target:
             raise Rejected("an agent cannot delegate to itself; do the task yourself")
-        if self._runtime.lookup(f"agent/{target}") is None:
+        if self._runtime.lookup(agent_stream(target)) is None:
             raise Rejected(f"unknown agent {target!r}; {self._options(source)}")
         link = self._runtime.lookup(link_stream(source, target))
         if link is None or not link.is_alive():

@@ -39,7 +39,7 @@ def apply_link_event(state: LinkState, event: Event) -> LinkState:
                 target_session=event.target_session,
                 requested_at=event.at,
                 deadline_at=deadline_of(event),
-                skip_hooks=event.skip_hooks,
+                skip_quality_gates=event.skip_quality_gates,
             )
         case DelegationRetried():
             state.delegations[event.delegation_id].attempts = event.attempt

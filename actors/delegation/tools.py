@@ -6,8 +6,8 @@ from typing import Any
 
 import msgspec
 
-from ..agents.actor_tools import ActorTool, _required
 from ..agents.gateway import CallerContext
+from ..agents.tools import ActorTool, _required
 
 __all__ = ["DELEGATION_TOOLS", "DelegateSearchTool", "DelegateTool", "EvaluateLoopTool"]
 

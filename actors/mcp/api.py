@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from clawlog.events.domain.mcp import McpToolInfo
+from clawlog.events.domain.mcp import McpGrantScope, McpToolInfo
+from clawlog.events.streams import mcp_stream
 from clawlog.tools import ToolResult
 
 from .._bridge import run_in_thread
@@ -23,9 +24,9 @@ from ..agents.pipeline_gateway import PipelineGateway
 from ..errors import ActorDead, McpConfigError, McpUnavailable
 from ..runtime import ActorHandle
 from .config import McpServerConfig, load_servers_file
-from .connection import McpConnection, mcp_stream
+from .connection import McpConnection
 from .gateway import McpGateway
-from .grants import AccessRequest
+from .grants import AccessRequest, AccessRequestStatus
 from .messages import (
     CallTool,
     GetAccessRequests,
@@ -367,7 +368,7 @@ class McpServers:
         return await self._server(server).ask(request)  # type: ignore[no-any-return]
 
     async def access_requests(
-        self, server: str | None = None, *, status: str | None = "pending"
+        self, server: str | None = None, *, status: AccessRequestStatus | None = "pending"
     ) -> list[AccessRequest]:
         """Access requests of one server or of all running ones (``status=None``: all).
 
@@ -387,7 +388,7 @@ class McpServers:
 
     async def _grant(
         self,
-        scope: str,
+        scope: McpGrantScope,
         server: str,
         subject: str,
         tool_allow: Sequence[str] | None,
@@ -396,7 +397,7 @@ class McpServers:
         by: str,
     ) -> None:
         request = SetGrant(
-            scope="agent" if scope == "agent" else "user",
+            scope=scope,
             subject=subject,
             enabled=enabled,
             tool_allow=list(tool_allow) if tool_allow is not None else None,

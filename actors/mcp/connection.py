@@ -86,13 +86,9 @@ from .state import McpServerState, McpServerStatus, apply_mcp_event, config_dige
 from .tool import McpTool
 from .views import ServerView, ServerViews
 
-__all__ = ["McpConnection", "mcp_stream"]
+__all__ = ["McpConnection"]
 
 _STOP_WAIT_S = 15.0
-
-
-def mcp_stream(server: str) -> str:
-    return f"mcp/{server}"
 
 
 class McpConnection(EventSourcedActor[McpServerState]):

@@ -36,6 +36,7 @@ __all__ = [
     "EVERYONE",
     "Access",
     "AccessRequest",
+    "AccessRequestStatus",
     "Grant",
     "check_subject",
     "filter_tools",
@@ -47,6 +48,10 @@ __all__ = [
 #: The subject of a grant that applies to every agent (or user) without one of its own.
 EVERYONE = "*"
 _MAX_USER = 200
+
+
+#: An access request waits (pending) until an operator approves or rejects it.
+AccessRequestStatus = Literal["pending", McpAccessDecision]
 
 
 class Grant(msgspec.Struct, frozen=True, kw_only=True):
@@ -71,7 +76,7 @@ class AccessRequest(msgspec.Struct, frozen=True, kw_only=True):
     tool_allow: list[str] | None = None
     reason: str = ""
     requested_by: str = ""
-    status: Literal["pending"] | McpAccessDecision = "pending"
+    status: AccessRequestStatus = "pending"
     reviewed_by: str = ""
     note: str = ""
 

@@ -9,7 +9,7 @@ import mcp.types as mt
 from clawlog.events.domain.mcp import McpGrantScope
 
 from ..messages import Message, Request
-from .grants import AccessRequest
+from .grants import AccessRequest, AccessRequestStatus
 from .state import McpServerStatus
 
 __all__ = [
@@ -101,7 +101,7 @@ class ReviewAccess(Request[AccessRequest], frozen=True, kw_only=True):
 
 class GetAccessRequests(Request[list[AccessRequest]], frozen=True, kw_only=True):
     #: Only requests with this status; None for all.
-    status: str | None = "pending"
+    status: AccessRequestStatus | None = "pending"
 
 
 # -- the actor's messages to itself ------------------------------------------------------

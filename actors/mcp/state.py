@@ -10,6 +10,7 @@ the actor's own.
 from __future__ import annotations
 
 import hashlib
+from typing import Literal
 
 import msgspec
 
@@ -23,6 +24,7 @@ from clawlog.events.domain.mcp import (
     McpToolInfo,
     McpToolsDiscovered,
     McpToolSkipped,
+    McpTransport,
     McpUserGrantRevoked,
     McpUserGrantSet,
 )
@@ -72,7 +74,7 @@ class McpServerStatus(msgspec.Struct, frozen=True, kw_only=True):
 
     server: str
     state: ConnectionState
-    transport: str = ""
+    transport: McpTransport | Literal[""] = ""
     enabled: bool = True
     #: Registered names offered to granted agents now (empty while the server is down).
     tools: list[str] = msgspec.field(default_factory=list)

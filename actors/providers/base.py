@@ -39,7 +39,7 @@ class ModelReply(msgspec.Struct, frozen=True, kw_only=True):
 
 @runtime_checkable
 class Model(Protocol):
-    """A chat model. ``complete`` raises :class:`actors.providers.errors.ModelError` kinds."""
+    """A chat model. ``complete`` raises :class:`clawlog.actors.errors.ModelError` kinds."""
 
     @property
     def name(self) -> str: ...

@@ -1,6 +1,6 @@
 """Re-run a recorded session with its model replies and tool results served from the log.
 
-The timeline and the generic state-as-of fold live in :mod:`projections.replay`; this
+The timeline and the generic state-as-of fold live in :mod:`projections.timeline`; this
 package knows the actors' folds (:func:`stream_state_as_of`), drives the agent loop again
 (:func:`rerun`), compares it step by step with the recording and reports the first
 divergence.

@@ -19,14 +19,13 @@ import msgspec
 
 from clawlog.events import RecordedEvent
 from clawlog.events.logging import get_logger
+from clawlog.events.streams import agent_stream, session_stream
 from clawlog.tools import ApprovalConfig, PolicyConfig
 from clawlog.tools.exec import ExecTool
 
 from ..agents.config import AgentConfig
 from ..agents.messages import SendMessage
 from ..agents.prompt import PromptBuilder
-from ..agents.session import session_stream
-from ..agents.supervisor import agent_stream
 from ..errors import NothingRecorded, ReplayError, TurnCancelledError, TurnFailedError
 from ..providers.base import Model
 from ..system import System
@@ -204,7 +203,7 @@ async def _replay(
             chat_id=started.chat_id,
             user=started.user,
             turn_id=started.turn_id,
-            skip_hooks=started.skip_hooks,
+            skip_quality_gates=started.skip_quality_gates,
         )
         with contextlib.suppress(TurnFailedError, TurnCancelledError):
             await supervisor.ask(message, turn_timeout)  # a failed turn is compared too

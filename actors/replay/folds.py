@@ -3,7 +3,7 @@
     as_of = await stream_state_as_of(store, "team/release", position=900)
     as_of.state.tasks      # the board as it stood at position 900
 
-:func:`projections.replay.state_as_of` folds any function over a stream; this module
+:func:`projections.timeline.state_as_of` folds any function over a stream; this module
 knows which fold belongs to which stream (team boards, session conversations, handoff
 routes, agent configs and subagent tasks, delegation links).
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clawlog.events import Event, EventStore, RecordedEvent
-from clawlog.projections.replay import AsOf, state_as_of
+from clawlog.projections.timeline import AsOf, state_as_of
 
 from ..agents.config import AgentConfig
 from ..agents.handoff import RouteState, apply_route_event

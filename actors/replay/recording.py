@@ -34,6 +34,7 @@ from clawlog.events.domain.tool import (
     ToolCallFailed,
     ToolCallRefused,
 )
+from clawlog.events.streams import agent_stream
 
 from ..agents.config import AgentConfig
 from ..agents.pipeline_gateway import PipelineGateway
@@ -222,7 +223,7 @@ async def config_before(log: LogReader, agent: str, position: int) -> AgentConfi
     """The agent's config as recorded on ``agent/{key}`` before ``position`` (the first
     one recorded when none is older)."""
     found: dict[str, Any] | None = None
-    for item in await read_stream(log, f"agent/{agent}"):
+    for item in await read_stream(log, agent_stream(agent)):
         if isinstance(item.event, AgentRegistered):
             if found is not None and item.position > position:
                 break

@@ -22,7 +22,7 @@ from clawlog.events.domain.session import ChatMessage, ModelFailed, ToolCall
 from clawlog.events.domain.tool import ApprovalOutcome, ToolCallFailed
 
 from .. import errors as model_errors
-from ..agents.gateway import CallerContext, GateResult, GateStep, ToolGateway
+from ..agents.gateway import CallerContext, CallResult, CallStep, ToolGateway
 from ..errors import ReplyNotRecorded
 from ..providers.base import ModelReply, ModelRequest, ToolSpec
 from .recording import RecordedCall, RecordedIteration, RecordedTurn
@@ -193,18 +193,18 @@ class ReplayGateway:
     def specs(self, ctx: CallerContext) -> list[ToolSpec]:
         return self.inner.specs(ctx)
 
-    def begin(self, ctx: CallerContext, call: ToolCall) -> GateStep:
+    def begin(self, ctx: CallerContext, call: ToolCall) -> CallStep:
         step = self.inner.begin(ctx, call)
         if step.outcome != "approval":
             return step
         recorded = self.recorded(ctx.correlation_id, call.id, call.name)
         decision = (recorded.approval if recorded is not None else None) or "deny"
         decided = self.inner.decide(ctx, step.ticket, decision, REPLAY_APPROVER)
-        return GateStep(
+        return CallStep(
             events=[*step.events, *decided.events], outcome=decided.outcome, ticket=decided.ticket
         )
 
-    async def run(self, ticket: Any) -> GateResult:
+    async def run(self, ticket: Any) -> CallResult:
         plan = ticket
         ctx = plan.ctx
         recorded = self.recorded(ctx.correlation_id, plan.call_id, plan.name)
@@ -222,11 +222,11 @@ class ReplayGateway:
         if pipeline is not None:  # what ToolPipeline.execute does after a real run
             text = getattr(result, "for_llm", "") or getattr(result, "message", "")
             pipeline.loop_detector.record_result(ctx.session_id, plan.call_id, text)
-        return GateResult(events=[result])
+        return CallResult(events=[result])
 
     def decide(
         self, ctx: CallerContext, ticket: Any, decision: ApprovalOutcome, by: str
-    ) -> GateStep:
+    ) -> CallStep:
         return self.inner.decide(ctx, ticket, decision, by)
 
     def interrupted(self, ctx: CallerContext, call_id: str, name: str, reason: str) -> list[Event]:

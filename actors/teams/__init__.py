@@ -1,8 +1,10 @@
 """Teams: a Team actor per team with a task board and a mailbox (seed 001 §8)."""
 
+from clawlog.events.streams import team_stream
+
 from .board import MailItem, TaskItem
 from .messages import TeamView
-from .team import Team, team_stream
+from .team import Team
 
 __all__ = [
     "MailItem",

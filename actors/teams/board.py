@@ -1,14 +1,18 @@
-"""A team's task board and mailbox as a fold of its events, with a full-text index."""
+"""A team's task board and mailbox as a fold of its events, with a full-text index.
+
+The fold only applies what was decided: claims are decided one at a time by the Team
+actor (``team.py``, ``Team._claim``), which is what makes a claim atomic.
+"""
 
 from __future__ import annotations
 
 import sqlite3
-from typing import Literal
 
 import msgspec
 
 from clawlog.events import Event
 from clawlog.events.domain.team import (
+    TaskStatus,
     TeamCreated,
     TeamMember,
     TeamMessageSent,
@@ -18,7 +22,6 @@ from clawlog.events.domain.team import (
     TeamTaskCreated,
     TeamTaskUnblocked,
     TeamTaskUpdated,
-    TaskStatus,
 )
 
 __all__ = [
@@ -29,7 +32,6 @@ __all__ = [
     "apply_board_event",
     "find_cycle",
 ]
-
 
 
 class TaskItem(msgspec.Struct, kw_only=True):

@@ -47,13 +47,9 @@ from .messages import (
     UpdateTask,
 )
 
-__all__ = ["Team", "team_session_key", "team_stream"]
+__all__ = ["Team", "team_session_key"]
 
 _MAX_TEXT = 20_000
-
-
-def team_stream(team_id: str) -> str:
-    return f"team/{team_id}"
 
 
 def team_session_key(team_id: str) -> str:

@@ -6,8 +6,10 @@ from typing import Any
 
 import msgspec
 
-from ..agents.actor_tools import ActorTool, _required
+from clawlog.events.streams import team_stream
+
 from ..agents.gateway import CallerContext
+from ..agents.tools import ActorTool, _required
 from ..errors import Rejected
 from .messages import (
     Broadcast,
@@ -20,7 +22,6 @@ from .messages import (
     SendTeamMessage,
     UpdateTask,
 )
-from .team import team_stream
 
 __all__ = ["TEAM_TOOLS", "TeamMessageTool", "TeamTasksTool"]
 

@@ -16,6 +16,7 @@ from clawlog.actors.agents import AgentConfig
 from clawlog.actors.providers import ScriptedModel
 from clawlog.actors.system import System
 from clawlog.events import EventStoreError
+from clawlog.events.streams import session_stream
 from clawlog.tools.exec import ExecTool
 
 from . import readers
@@ -101,7 +102,7 @@ async def _cast(system: System, path: str) -> None:
 
 async def _run_number(system: System) -> int:
     runs = 0
-    for recorded in await system.store.read_stream(f"session/lead/{USER}"):
+    for recorded in await system.store.read_stream(session_stream("lead", USER)):
         if recorded.type == "session.turn_started" and recorded.event.text.startswith("Plan"):  # type: ignore[union-attr]
             runs += 1
     return runs + 1

@@ -9,7 +9,7 @@ from typing import Any
 
 from clawlog.events import EventStore
 from clawlog.projections import McpHealthReader
-from clawlog.projections.models.mcp_health import McpServerHealth, McpToolRow
+from clawlog.projections.read_models.mcp_health import McpServerHealth, McpToolRow
 
 from .errors import CliError
 from .render import console, emit_json, table

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from clawlog.events import EventStore
+from clawlog.events.streams import session_stream
 from clawlog.projections import (
     DelegationReader,
     HandoffRouteReader,
@@ -14,7 +15,7 @@ from clawlog.projections import (
     TaskBoardReader,
     ToolAuditReader,
 )
-from clawlog.projections.models.session_history import HistoryEntry
+from clawlog.projections.read_models.session_history import HistoryEntry
 
 from .errors import CliError
 from .render import emit_json, table
@@ -50,7 +51,7 @@ _PAGE = 1000
 
 
 async def history(store: EventStore, agent: str, session_key: str, *, as_json: bool) -> None:
-    stream = f"session/{agent}/{session_key}"
+    stream = session_stream(agent, session_key)
     entries: list[HistoryEntry] = []
     async with read_models(store, "session_history") as views:
         reader = SessionHistoryReader(views)

@@ -17,7 +17,7 @@ from rich.markup import escape
 
 from clawlog.events import EventStore
 from clawlog.projections import TimelineQuery
-from clawlog.projections.replay import timeline
+from clawlog.projections.timeline import timeline
 
 from .errors import CliError
 from .render import console, emit_json, table

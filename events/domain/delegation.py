@@ -15,6 +15,7 @@ __all__ = [
     "DelegationCompleted",
     "DelegationEndStatus",
     "DelegationFailed",
+    "DelegationFailure",
     "DelegationMode",
     "DelegationRefused",
     "DelegationRequested",
@@ -31,6 +32,9 @@ DelegationMode = Literal["sync", "async"]
 DelegationEndStatus = Literal["completed", "failed", "cancelled"]
 #: A delegation: running until an outcome event; then how it ended.
 DelegationStatus = Literal["running", DelegationEndStatus]
+#: Why a delegation failed: the target's turn failed or its actor crashed, it ran past
+#: its deadline, a restart interrupted it, or a quality gate rejected its last attempt.
+DelegationFailure = Literal["target_failed", "crashed", "timeout", "interrupted", "gate_rejected"]
 
 
 class LinkConfigured(Event, frozen=True, tag="link.configured"):
@@ -57,7 +61,8 @@ class DelegationRequested(Event, frozen=True, tag="delegation.requested"):
     target_session: str = ""
     deadline_s: float = 300.0
     at: float = 0.0
-    skip_hooks: bool = False
+    #: The delegated turn runs no quality gates (set by a gate's own review turns).
+    skip_quality_gates: bool = msgspec.field(default=False, name="skip_hooks")
 
 
 class DelegationRefused(Event, frozen=True, tag="delegation.refused"):
@@ -74,10 +79,8 @@ class DelegationCompleted(Event, frozen=True, tag="delegation.completed"):
 
 
 class DelegationFailed(Event, frozen=True, tag="delegation.failed"):
-    """reason: target_failed | crashed | timeout | interrupted | gate_rejected."""
-
     delegation_id: str
-    reason: str
+    reason: DelegationFailure
     message: str = ""
     at: float = 0.0
 

@@ -24,11 +24,24 @@ __all__ = [
     "TurnCancelled",
     "TurnCompleted",
     "TurnFailed",
+    "TurnFailureReason",
     "TurnStarted",
     "Usage",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
+#: Why a turn ended without a reply: too many model iterations, a model error, a restart
+#: that interrupted a delegated turn, a crash, or the event store refusing, not reaching or
+#: failing an append.
+TurnFailureReason = Literal[
+    "iteration_limit",
+    "model_error",
+    "interrupted",
+    "crashed",
+    "append_refused",
+    "store_unavailable",
+    "store_error",
+]
 
 
 class ToolCall(msgspec.Struct, frozen=True, kw_only=True):
@@ -76,8 +89,8 @@ class TurnStarted(Event, frozen=True, tag="session.turn_started"):
     channel: str = ""
     chat_id: str = ""
     user: str = ""
-    #: Delegations made in this turn skip quality gates (seed 001 §11 recursion guard).
-    skip_hooks: bool = False
+    #: Delegations made in this turn run no quality gates (seed 001 §11 recursion guard).
+    skip_quality_gates: bool = msgspec.field(default=False, name="skip_hooks")
     #: The outbox kind of this turn's reply (events.domain.outbox): "" when the reply goes
     #: only to whoever asked (a delegating agent, a parent); None for turns recorded before
     #: the outbox existed (a user's turn is then taken as "reply").
@@ -124,10 +137,10 @@ class TurnCompleted(Event, frozen=True, tag="session.turn_completed"):
 
 
 class TurnFailed(Event, frozen=True, tag="session.turn_failed"):
-    """The turn ended without a reply: iteration limit, model error, interrupted by a crash."""
+    """The turn ended without a reply, for ``reason``."""
 
     turn_id: str
-    reason: str
+    reason: TurnFailureReason
     message: str = ""
 
 

@@ -10,6 +10,7 @@ from ..base import Event
 
 __all__ = [
     "EVENTS",
+    "TaskStatus",
     "TeamCreated",
     "TeamMember",
     "TeamMessageSent",
@@ -20,7 +21,6 @@ __all__ = [
     "TeamTaskCreated",
     "TeamTaskUnblocked",
     "TeamTaskUpdated",
-    "TaskStatus",
     "TeammateActivated",
 ]
 

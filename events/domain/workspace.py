@@ -40,8 +40,8 @@ __all__ = [
     "ProcessStarted",
     "SandboxContainerRemoved",
     "SandboxContainerStarted",
-    "SandboxUnavailable",
-    "SandboxUnavailableAction",
+    "SandboxSkipped",
+    "SandboxSkippedAction",
     "WorkspaceAccess",
 ]
 
@@ -56,7 +56,7 @@ ProcessHost = Literal["host", "sandbox"]
 WorkspaceAccess = Literal["ro", "rw"]
 #: What ran instead when the sandbox could not: nothing (``ExecConfig.sandbox_fallback``
 #: ``refuse``), or the command on the host (``host``).
-SandboxUnavailableAction = Literal["refused", "host_fallback"]
+SandboxSkippedAction = Literal["refused", "host_fallback"]
 
 
 class ContextFileWritten(Event, frozen=True, tag="workspace.context_file_written"):
@@ -164,13 +164,13 @@ class SandboxContainerRemoved(Event, frozen=True, tag="sandbox.container_removed
     reason: ContainerRemovalReason | Literal[""] = ""
 
 
-class SandboxUnavailable(Event, frozen=True, tag="sandbox.unavailable"):
+class SandboxSkipped(Event, frozen=True, tag="sandbox.unavailable"):
     """The sandbox was configured but could not run a command; ``action`` says what
     happened instead."""
 
     sandbox_key: str
     reason: str
-    action: SandboxUnavailableAction
+    action: SandboxSkippedAction
     call_id: str = ""
     tool: str = "exec"
     details: dict[str, str] = msgspec.field(default_factory=dict)
@@ -188,5 +188,5 @@ EVENTS: tuple[type[Event], ...] = (
     ProcessExited,
     SandboxContainerStarted,
     SandboxContainerRemoved,
-    SandboxUnavailable,
+    SandboxSkipped,
 )

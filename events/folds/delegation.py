@@ -1,6 +1,6 @@
 """A delegation's lifecycle from its events: the rules that the link actor deciding
 (``actors/delegation/state.py``), its replay and the delegations projection
-(``projections/models/delegations.py``) share.
+(``projections/read_models/delegations.py``) share.
 
 - :func:`deadline_of`: when a requested delegation is due;
 - :func:`delegation_end`: the status, reason and time an outcome event records;
@@ -17,20 +17,25 @@ from ..base import Event
 from ..domain.delegation import (
     DelegationCancelled,
     DelegationCompleted,
+    DelegationEndStatus,
     DelegationFailed,
+    DelegationFailure,
     DelegationRequested,
+    DelegationStatus,
 )
 
-__all__ = ["DelegationEnd", "deadline_of", "delegation_end", "is_overdue"]
+__all__ = ["DelegationEnd", "DelegationEndReason", "deadline_of", "delegation_end", "is_overdue"]
+
+#: Why a delegation ended: its failure, ``cancelled``, or ``""`` when it completed.
+DelegationEndReason = Literal[DelegationFailure, "cancelled", ""]
 
 
 class DelegationEnd(msgspec.Struct, frozen=True):
     """How a delegation ended, as its outcome event records it."""
 
     delegation_id: str
-    status: Literal["completed", "failed", "cancelled"]
-    #: why it failed (``DelegationFailed.reason``), ``cancelled``, or empty when completed
-    reason: str
+    status: DelegationEndStatus
+    reason: DelegationEndReason
     finished_at: float
     #: the result delivered, or the failure's message; None: a cancellation carries none
     result: str | None
@@ -54,6 +59,6 @@ def delegation_end(event: Event) -> DelegationEnd | None:
     return None
 
 
-def is_overdue(status: str, deadline_at: float | None, now: float) -> bool:
+def is_overdue(status: DelegationStatus, deadline_at: float | None, now: float) -> bool:
     """Still running after its deadline, as of ``now``."""
     return status == "running" and deadline_at is not None and deadline_at < now

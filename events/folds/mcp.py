@@ -21,6 +21,7 @@ import msgspec
 
 from ..base import Event
 from ..domain.mcp import (
+    McpAccessDecision,
     McpAccessRequested,
     McpAccessReviewed,
     McpCallTimedOut,
@@ -29,12 +30,14 @@ from ..domain.mcp import (
     McpConnecting,
     McpDisconnected,
     McpFailed,
+    McpGrantScope,
     McpReconnectScheduled,
     McpServerConfigured,
     McpServerEnabledChanged,
     McpServerRemoved,
     McpToolsDiscovered,
     McpToolsWithdrawn,
+    McpTransport,
 )
 
 __all__ = [
@@ -61,7 +64,8 @@ class ServerConnection(msgspec.Struct, kw_only=True):
     """One server's connection, as its events left it."""
 
     server: str = ""
-    transport: str = ""
+    #: ``""`` until the server's ``mcp.server_configured``.
+    transport: McpTransport | Literal[""] = ""
     enabled: bool = True
     state: ConnectionState = "configured"
     #: The attempt running (connecting) or scheduled next (reconnecting).
@@ -155,9 +159,9 @@ def _error(connection: ServerConnection, kind: str, message: str, at: float) -> 
     connection.last_error_at = at
 
 
-def request_scope(event: McpAccessRequested) -> Literal["agent", "user"]:
+def request_scope(event: McpAccessRequested) -> McpGrantScope:
     return "user" if event.scope == "user" else "agent"
 
 
-def review_status(event: McpAccessReviewed) -> Literal["approved", "rejected"]:
+def review_status(event: McpAccessReviewed) -> McpAccessDecision:
     return "approved" if event.decision == "approved" else "rejected"

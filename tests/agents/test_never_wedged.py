@@ -26,7 +26,7 @@ from clawlog.actors import (
     TurnFailedError,
 )
 from clawlog.actors.agents import AgentConfig
-from clawlog.actors.internal import Ready
+from clawlog.actors.internal import AwaitRecovery
 from clawlog.actors.providers import ScriptedModel, reply
 from tests.actors.sample import Add, Added, Counter, Crash, Get
 from tests.agents.support import GatedModel, types, wait_threading_event
@@ -286,7 +286,7 @@ async def test_an_escalation_while_the_store_is_down_is_recorded_when_it_is_back
         try:
             with pytest.raises(ActorCrashed):
                 await counter.ask(Crash())
-            await system.guardian.ask(Ready())  # it has handled the escalation told before
+            await system.guardian.ask(AwaitRecovery())  # it has handled the escalation told before
             assert [path for path, _ in system.escalations] == ["counter/c"]  # known at once
         finally:
             pg_ctl("start-again")

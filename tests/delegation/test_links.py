@@ -219,7 +219,7 @@ async def test_a_delegation_left_without_outcome_past_its_deadline_shows_as_over
     import time
 
     from clawlog.projections import DelegationReader, ProjectionRunner, ReadModels
-    from clawlog.projections.models.delegations import Delegations
+    from clawlog.projections.read_models.delegations import Delegations
 
     system, ports, worker = await setup(tmp_path)
     await system.link_agents("boss", "worker")

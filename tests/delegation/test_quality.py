@@ -161,7 +161,7 @@ async def test_gate_exhausting_retries_fails_the_delegation(tmp_path: Path) -> N
 
 async def test_an_agent_gate_whose_reviewer_is_gated_does_not_recurse(tmp_path: Path) -> None:
     """qa reviews boss's delegations; qa itself has a gate on its own delegations to checker.
-    The review turn carries skip_hooks, so qa's delegation inside it runs no gate."""
+    The review turn carries skip_quality_gates, so qa's delegation inside it runs no gate."""
     async with System.open(tmp_path / "log.db") as system:
         qa_gate = QualityGate(type="agent", agent="qa", criteria="fine")
         await system.register_agent(
@@ -178,7 +178,10 @@ async def test_an_agent_gate_whose_reviewer_is_gated_does_not_recurse(tmp_path: 
         info = await ports.delegate(ctx(), "worker", "job")
         assert info.status == "completed"
         review_ctx = CallerContext(
-            agent="qa", session_key="gate-x", session_stream="session/qa/gate-x", skip_hooks=True
+            agent="qa",
+            session_key="gate-x",
+            session_stream="session/qa/gate-x",
+            skip_quality_gates=True,
         )
         inner = await ports.delegate(review_ctx, "worker", "check this")
         assert inner.status == "completed"
@@ -189,7 +192,7 @@ async def test_an_agent_gate_whose_reviewer_is_gated_does_not_recurse(tmp_path: 
             for e in await system.store.read_all(stream_prefix="session/qa/")
             if e.type == "session.turn_started"
         ]
-        assert len(gated) == 1 and gated[0].event.skip_hooks  # type: ignore[union-attr]
+        assert len(gated) == 1 and gated[0].event.skip_quality_gates  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(

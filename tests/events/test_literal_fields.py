@@ -28,21 +28,29 @@ from clawlog.events import (
     event_tag,
     open_store,
 )
-from clawlog.events.domain.agent import SubagentSpawned
-from clawlog.events.domain.delegation import DelegationRequested
+from clawlog.events.domain.agent import SubagentFinished, SubagentSpawned
+from clawlog.events.domain.delegation import DelegationFailed, DelegationRequested
 from clawlog.events.domain.mcp import (
     McpAccessRequested,
     McpAccessReviewed,
     McpConnecting,
     McpServerConfigured,
 )
+from clawlog.events.domain.session import TurnFailed
 from clawlog.events.domain.tool import (
+    ToolAllowlistChanged,
     ToolApprovalDecided,
     ToolCallRefused,
     ToolCallStarted,
     ToolLoopWarning,
 )
-from clawlog.events.domain.workspace import ProcessExited, SandboxContainerRemoved
+from clawlog.events.domain.workspace import (
+    ProcessExited,
+    ProcessStarted,
+    SandboxContainerRemoved,
+    SandboxContainerStarted,
+    SandboxSkipped,
+)
 from clawlog.events.envelope import NewRecord
 
 #: Every value each enumerated field has been written with, found by reading every place
@@ -59,14 +67,37 @@ WRITTEN: dict[tuple[type[Event], str], tuple[str, ...]] = {
     (ToolApprovalDecided, "decision"): ("allow-once", "allow-always", "deny", "timeout"),
     (ToolCallStarted, "domain"): ("orchestrator", "container"),
     (ToolLoopWarning, "pattern"): ("generic_repeat", "poll_no_progress", "ping_pong"),
+    # No writer has ever passed ``level``: every warning carries the default.
+    (ToolLoopWarning, "level"): ("warn",),
+    (ToolAllowlistChanged, "match"): ("exact", "glob"),
     (McpServerConfigured, "transport"): ("stdio", "sse", "streamable-http"),
     (McpConnecting, "transport"): ("stdio", "sse", "streamable-http", ""),
     (McpAccessRequested, "scope"): ("agent", "user"),
     (McpAccessReviewed, "decision"): ("approved", "rejected"),
     (ProcessExited, "reason"): ("exited", "killed", "timeout", "signalled"),
     (SandboxContainerRemoved, "reason"): ("session_end", "close", "recreate", "timeout_kill", ""),
+    (ProcessStarted, "host"): ("host", "sandbox"),
+    (SandboxContainerStarted, "workspace_access"): ("ro", "rw"),
+    (SandboxSkipped, "action"): ("refused", "host_fallback"),
+    (SubagentFinished, "status"): ("completed", "failed", "cancelled"),
+    (TurnFailed, "reason"): (
+        "iteration_limit",
+        "model_error",
+        "interrupted",
+        "crashed",
+        "append_refused",
+        "store_unavailable",
+        "store_error",
+    ),
     (SubagentSpawned, "mode"): ("async", "sync"),
     (DelegationRequested, "mode"): ("sync", "async"),
+    (DelegationFailed, "reason"): (
+        "target_failed",
+        "crashed",
+        "timeout",
+        "interrupted",
+        "gate_rejected",
+    ),
 }
 
 WRITTEN_VALUES = [

@@ -24,6 +24,7 @@ def isort_order(name: str) -> tuple[int, str]:
         "clawlog.events.domain",
         "clawlog.events.errors",
         "clawlog.events.store",
+        "clawlog.events.streams",
         "clawlog.events.testing",
         "clawlog.actors",
         "clawlog.actors.agents",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from clawlog.events import EventStore
 from clawlog.events.domain.tool import ToolCallRefused
-from clawlog.events.domain.workspace import SandboxUnavailable
+from clawlog.events.domain.workspace import SandboxSkipped
 from clawlog.tools import ToolPipeline, ToolRegistry
 from clawlog.tools.decisions import NeedsApproval
 from clawlog.tools.driver import StoreSink, run_tool_call
@@ -91,7 +91,7 @@ async def test_an_unavailable_sandbox_refuses_and_records_it(
     assert "the sandbox is configured but not available" in result.for_llm
     assert not (root / "ran").exists()
     recorded = (await store.read_stream("session/main/s1"))[-1].event
-    assert isinstance(recorded, SandboxUnavailable) and recorded.action == "refused"
+    assert isinstance(recorded, SandboxSkipped) and recorded.action == "refused"
     assert "not reachable" in recorded.reason
 
 
@@ -108,4 +108,4 @@ async def test_an_unavailable_sandbox_falls_back_to_the_host_where_configured(
         result.details["host"] == "host" and "not reachable" in result.details["sandbox_fallback"]
     )
     recorded = (await store.read_stream("session/main/s1"))[-1].event
-    assert isinstance(recorded, SandboxUnavailable) and recorded.action == "host_fallback"
+    assert isinstance(recorded, SandboxSkipped) and recorded.action == "host_fallback"

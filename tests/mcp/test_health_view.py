@@ -22,7 +22,7 @@ from clawlog.actors.mcp.state import McpServerState, apply_mcp_event
 from clawlog.events import EventStore, SqliteBackend, open_store
 from clawlog.events.domain.mcp import MCP_EVENTS
 from clawlog.projections import McpHealthReader, ProjectionRunner, ReadModels, rebuild
-from clawlog.projections.models.mcp_health import McpHealth
+from clawlog.projections.read_models.mcp_health import McpHealth
 from clawlog.projections.testing import dump_tables, write_mixed_log
 from tests.mcp.conftest import (
     FAST,

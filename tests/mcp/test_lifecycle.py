@@ -15,7 +15,7 @@ from clawlog.cli.mcp import SERVER_COLUMNS, server_row
 from clawlog.events import SqliteBackend, open_store
 from clawlog.events.domain.mcp import McpServerConfigured, McpToolsDiscovered
 from clawlog.projections import McpHealthReader, ProjectionRunner, ReadModels
-from clawlog.projections.models.mcp_health import McpHealth, McpServerHealth
+from clawlog.projections.read_models.mcp_health import McpHealth, McpServerHealth
 from tests.mcp.conftest import (
     FAST,
     Peers,

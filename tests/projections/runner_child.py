@@ -17,7 +17,7 @@ import structlog
 
 from clawlog.events import SqliteBackend, open_store
 from clawlog.projections import Projection, ProjectionRunner
-from clawlog.projections.models.session_history import SessionHistory
+from clawlog.projections.read_models.session_history import SessionHistory
 from tests.projections.support import PositionLog
 
 

@@ -9,8 +9,8 @@ import sqlite3
 from typing import Any, ClassVar
 
 from clawlog.events import RecordedEvent
-from clawlog.projections.models.actors import ActorLifecycle
-from clawlog.projections.models.task_boards import TaskBoards
+from clawlog.projections.read_models.actor_lifecycle import ActorLifecycle
+from clawlog.projections.read_models.task_boards import TaskBoards
 
 _ENSURE = (
     "INSERT OR IGNORE INTO actor_lifecycle (path, status, starts, failures, restarts, "

@@ -13,7 +13,7 @@ import pytest
 
 from clawlog.events import EventStore, open_store
 from clawlog.projections import ProjectionRunner, ReadModels, SessionHistoryReader
-from clawlog.projections.models.session_history import SessionHistory
+from clawlog.projections.read_models.session_history import SessionHistory
 from clawlog.projections.testing import dump_tables, write_mixed_log
 from tests.projections.support import ROOT, PositionLog, rows, write_turns
 

@@ -22,7 +22,7 @@ from clawlog.events.domain.delegation import (
     LinkConfigured,
 )
 from clawlog.projections import DelegationReader, ProjectionRunner, ReadModels
-from clawlog.projections.models.delegations import Delegations
+from clawlog.projections.read_models.delegations import Delegations
 
 STREAM = "link/lead->billing"
 

@@ -27,7 +27,7 @@ def test_every_error_derives_from_the_one_root() -> None:
 
 def test_projections_import_events_only_never_actors_or_tools() -> None:
     code = (
-        "import sys, clawlog.projections, clawlog.projections.testing, clawlog.projections.replay\n"
+        "import sys, clawlog.projections, clawlog.projections.testing, clawlog.projections.timeline\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[:2] in (['clawlog', 'actors'], ['clawlog', 'tools']))\n"
         "print(','.join(bad))"
     )
@@ -35,3 +35,48 @@ def test_projections_import_events_only_never_actors_or_tools() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
     )
     assert result.stdout.strip() == ""
+
+
+#: What a views file stores about each projection: its checkpoint key (``name``), the
+#: version that decides a rebuild, and its tables. Renaming a class or a module must leave
+#: these alone, or a views file built before would be rebuilt or left unread.
+PERSISTED = {
+    "SessionHistory": ("session_history", 2, ("session_history",)),
+    "ToolAudit": ("tool_audit", 2, ("tool_audit", "tool_audit_reasons")),
+    "StreamCatalog": ("stream_catalog", 1, ("stream_catalog",)),
+    "ActorLifecycle": ("actor_lifecycle", 1, ("actor_lifecycle", "actor_incidents")),
+    "TaskBoards": ("task_boards", 2, ("task_boards", "teams")),
+    "HandoffRoutes": ("handoff_routes", 1, ("handoff_routes",)),
+    "Delegations": ("delegations", 1, ("delegations",)),
+    "SubagentTasks": ("subagent_tasks", 1, ("subagent_tasks",)),
+    "McpHealth": (
+        "mcp_health",
+        1,
+        ("mcp_health", "mcp_tools", "mcp_grants", "mcp_access_requests"),
+    ),
+}
+
+#: The projection each reader waits on: the same checkpoint keys.
+READS = {
+    "ActorLifecycleReader": "actor_lifecycle",
+    "DelegationReader": "delegations",
+    "HandoffRouteReader": "handoff_routes",
+    "McpHealthReader": "mcp_health",
+    "SessionHistoryReader": "session_history",
+    "StreamCatalogReader": "stream_catalog",
+    "SubagentTaskReader": "subagent_tasks",
+    "TaskBoardReader": "task_boards",
+    "ToolAuditReader": "tool_audit",
+}
+
+
+def test_projection_names_versions_and_tables_are_pinned() -> None:
+    stored = {
+        p.__name__: (p.name, p.version, tuple(p.table_names)) for p in projections.ALL_PROJECTIONS
+    }
+    assert stored == PERSISTED
+
+
+def test_each_reader_waits_on_its_pinned_projection() -> None:
+    readers = {name: getattr(projections, name).projection for name in READS}
+    assert readers == READS

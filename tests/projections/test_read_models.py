@@ -34,9 +34,9 @@ from clawlog.projections import (
     StreamCatalogReader,
     ToolAuditReader,
 )
-from clawlog.projections.models.actors import ActorLifecycle
-from clawlog.projections.models.catalog import StreamCatalog
-from clawlog.projections.models.tool_audit import ToolAudit
+from clawlog.projections.read_models.actor_lifecycle import ActorLifecycle
+from clawlog.projections.read_models.stream_catalog import StreamCatalog
+from clawlog.projections.read_models.tool_audit import ToolAudit
 from clawlog.projections.testing import dump_tables
 from tests.projections.support import write_turns
 

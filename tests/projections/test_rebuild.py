@@ -13,7 +13,7 @@ from rich.console import Console
 from clawlog.events import ANY, EventMetadata, open_store
 from clawlog.events.domain.team import TeamTaskCreated
 from clawlog.projections import ALL_PROJECTIONS, ProjectionRunner, ReadModels, rebuild
-from clawlog.projections.models.task_boards import TaskBoards
+from clawlog.projections.read_models.task_boards import TaskBoards
 from clawlog.projections.testing import dump_tables, write_mixed_log
 from tests.projections.statement_folds import StatementActorLifecycle, StatementTaskBoards
 from tests.projections.support import TurnTexts, rows, write_state_changes, write_turns

@@ -23,8 +23,8 @@ from clawlog.projections import (
     SessionHistoryReader,
     views_path_for,
 )
-from clawlog.projections.models.catalog import StreamCatalog
-from clawlog.projections.models.session_history import SessionHistory
+from clawlog.projections.read_models.session_history import SessionHistory
+from clawlog.projections.read_models.stream_catalog import StreamCatalog
 from tests.projections.support import PositionLog, TurnTexts, rows, write_turns
 
 

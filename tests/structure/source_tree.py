@@ -149,7 +149,7 @@ def import_edges(known: Mapping[str, Module] | None = None) -> list[Edge]:
 
 def package_loads(edges: Iterable[Edge], known: Mapping[str, Module] | None = None) -> list[Edge]:
     """The ``__init__`` modules that ``edges`` load besides the module they name: importing
-    ``clawlog.tools.exec.check`` from ``clawlog.tools.approvals`` runs
+    ``clawlog.tools.exec.analysis`` from ``clawlog.tools.approvals`` runs
     ``clawlog/tools/exec/__init__.py`` first (the importer's own packages are loaded already)."""
     known = modules() if known is None else known
     loads: list[Edge] = []

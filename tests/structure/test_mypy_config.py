@@ -34,7 +34,7 @@ def test_no_mypy_self_type_override() -> None:
 def test_an_override_that_disables_a_check_is_found() -> None:
     pyproject = tomllib.loads(
         "[[tool.mypy.overrides]]\n"
-        'module = ["clawlog.actors.agents.api", "clawlog.actors.system"]\n'
+        'module = ["clawlog.actors.agents.session", "clawlog.actors.system"]\n'
         'disable_error_code = ["misc"]\n'
         "[[tool.mypy.overrides]]\n"
         'module = "docker.*"\n'
@@ -44,5 +44,5 @@ def test_an_override_that_disables_a_check_is_found() -> None:
         "ignore_missing_imports = true\n"
     )
     assert weakening_overrides(pyproject) == [
-        "['clawlog.actors.agents.api', 'clawlog.actors.system']: {'disable_error_code': ['misc']}"
+        "['clawlog.actors.agents.session', 'clawlog.actors.system']: {'disable_error_code': ['misc']}"
     ]

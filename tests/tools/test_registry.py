@@ -155,3 +155,16 @@ def test_the_validator_is_compiled_once_per_tool() -> None:
     assert registry.validator("echo") is registry.validator("echo")
     with pytest.raises(UnknownTool):
         registry.validator("nope")
+
+
+def test_a_tool_with_a_domain_the_log_cannot_record_is_refused_at_registration() -> None:
+    # tool.call_started records the domain as a Literal: refused here, with the tool's name,
+    # instead of failing the session when the call is recorded.
+    from clawlog.tools import FunctionTool, ToolRegistry
+
+    async def run(ctx: Any, args: dict[str, Any]) -> str:
+        return "ok"
+
+    tool = FunctionTool("odd", run, domain="browser")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="'odd': domain 'browser' is not one of orchestrator"):
+        ToolRegistry().register(tool)

@@ -2,7 +2,7 @@
 
 The known bypass class of claw tools hides a forbidden command behind quoting, escapes or
 wrappers (``r''m -rf /``, ``sh -c "…"``, ``env X=1 …``, ``$(…)``, ``${IFS}``…). So every
-pattern of :mod:`tools.exec.patterns` is matched against several views:
+pattern of :mod:`tools.exec.patterns` is matched against several forms:
 
 - the raw command text and every nested command line (``sh -c`` bodies, substitutions);
 - each command after lexing and unwrapping, words unquoted and joined by single blanks,
@@ -25,7 +25,7 @@ import functools
 from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
-from .expand import expanded_views
+from .expand import expanded_forms
 from .patterns import (
     DANGEROUS,
     DENY,
@@ -71,7 +71,7 @@ class CommandVerdict(NamedTuple):
     category: CommandCategory | Literal[""] = ""
     #: The pattern's label (``rm -rf``, ``curl | sh``…).
     label: str = ""
-    #: The view of the command that matched, for audits.
+    #: The form of the command that matched, for audits.
     evidence: str = ""
 
     @property
@@ -124,8 +124,8 @@ def analyze(command: str) -> CommandVerdict:
 
 
 def match_deny(command: str) -> tuple[CommandPattern, str] | None:
-    """The first pattern of :data:`DENY` that any view of ``command`` matches, with the
-    view (the evidence); text piped into a shell by ``curl``, ``wget`` or ``base64``
+    """The first pattern of :data:`DENY` that any form of ``command`` matches, with the
+    form (the evidence); text piped into a shell by ``curl``, ``wget`` or ``base64``
     counts as their pattern. A command the lexer cannot read is matched as written."""
     parsed, free, anchored = _prepared(command)
     found = _match(DENY, free, anchored)
@@ -140,17 +140,17 @@ def match_deny(command: str) -> tuple[CommandPattern, str] | None:
 
 @functools.lru_cache(maxsize=256)
 def _prepared(command: str) -> tuple[ParsedCommand, tuple[str, ...], tuple[str, ...]]:
-    """``command`` parsed, with its views (shared by :func:`analyze` and
+    """``command`` parsed, with its forms (shared by :func:`analyze` and
     :func:`match_deny`, which both see every command-tool call)."""
     parsed = parse(command)
-    free, anchored = _views(parsed)
+    free, anchored = _forms(parsed)
     return parsed, free, anchored
 
 
-def _views(parsed: ParsedCommand) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(views any pattern may match anywhere in, single-command views for anchored ones)."""
+def _forms(parsed: ParsedCommand) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(forms any pattern may match anywhere in, single-command forms for anchored ones)."""
     commands = [inv.text() for inv in parsed.invocations]
-    commands += [view for inv in parsed.invocations for view in expanded_views(inv.argv)]
+    commands += [form for inv in parsed.invocations for form in expanded_forms(inv.argv)]
     # as written: before wrappers were stripped, with the assignments (``D=/pr''oc``)
     wrapped = [" ".join(inv.original) for inv in parsed.invocations if inv.original != inv.argv]
     pipelines = [" | ".join(inv.text() for inv in p) for p in parsed.pipelines]
@@ -163,15 +163,15 @@ def _match(
     table: tuple[CommandPattern, ...], free: Sequence[str], anchored: Sequence[str]
 ) -> tuple[CommandPattern, str] | None:
     for pattern in table:
-        views = anchored if pattern.anchored else free
-        for view in views:
-            if not pattern.regex.search(view):
+        forms = anchored if pattern.anchored else free
+        for form in forms:
+            if not pattern.regex.search(form):
                 continue
             if pattern.also is None:
-                return pattern, view[:200]
-            other = next((v for v in views if pattern.also.search(v)), None)
+                return pattern, form[:200]
+            other = next((v for v in forms if pattern.also.search(v)), None)
             if other is not None:
-                return pattern, (view if other == view else f"{view} … {other}")[:200]
+                return pattern, (form if other == form else f"{form} … {other}")[:200]
             break
     return None
 

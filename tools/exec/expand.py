@@ -4,7 +4,7 @@ around a pattern (``/etc//passwd``, ``/etc/x/../passwd``), brace expansion
 
 The analysis cannot list the disk, so a glob is compared with what the patterns protect:
 a command-name glob with the commands the tables name, an absolute or home path glob with
-the sensitive files. Each candidate a word could become yields one more view of the
+the sensitive files. Each candidate a word could become yields one more form of the
 command for the patterns to match; ordinary globs (``*.py``, ``src/*``) add nothing. In
 such a glob a part the shell fills in from a variable or a substitution (``/pr?c/$PPID``)
 could be anything, and a ``*`` part of a sensitive path stands for any name (a process:
@@ -18,7 +18,7 @@ import posixpath
 import re
 from collections.abc import Iterator
 
-__all__ = ["GLOB_COMMANDS", "SENSITIVE_PATHS", "expanded_views"]
+__all__ = ["GLOB_COMMANDS", "SENSITIVE_PATHS", "expanded_forms"]
 
 #: Commands the tables refuse or ask about by name; a command-name glob matching one of
 #: them is read as that command.
@@ -42,20 +42,20 @@ SENSITIVE_PATHS: tuple[str, ...] = (
 _GLOB = re.compile(r"[*?\[]")
 _BRACE = re.compile(r"\{([^{}]*,[^{}]*)\}")
 _RUN_TIME = re.compile(r"[$`]")
-_MAX_VIEWS = 64
+_MAX_FORMS = 64
 
 
-def expanded_views(argv: list[str]) -> list[str]:
-    """Extra views of one command (words joined by blanks), one per word that the shell
+def expanded_forms(argv: list[str]) -> list[str]:
+    """Extra forms of one command (words joined by blanks), one per word that the shell
     would turn into something else; empty when no word would change."""
-    views: list[str] = []
+    forms: list[str] = []
     for i, word in enumerate(argv):
         for candidate in _candidates(word, first=i == 0):
             if candidate != word:
-                views.append(" ".join([*argv[:i], candidate, *argv[i + 1 :]]))
-            if len(views) >= _MAX_VIEWS:
-                return views
-    return views
+                forms.append(" ".join([*argv[:i], candidate, *argv[i + 1 :]]))
+            if len(forms) >= _MAX_FORMS:
+                return forms
+    return forms
 
 
 def _candidates(word: str, *, first: bool) -> Iterator[str]:
@@ -78,7 +78,7 @@ def _braces(word: str) -> list[str]:
     """``a{b,c}d`` → ``abd``, ``acd`` (nested and repeated groups, bounded)."""
     found: list[str] = []
     pending = [word]
-    while pending and len(found) < _MAX_VIEWS:
+    while pending and len(found) < _MAX_FORMS:
         current = pending.pop()
         match = _BRACE.search(current)
         if match is None:

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 
 import psutil
 
+from clawlog.events.domain.workspace import ProcessHost
 from clawlog.events.logging import get_logger
 
 from .output import OutputBuffer
@@ -211,7 +212,7 @@ class _Protocol(asyncio.SubprocessProtocol):
 
 
 class HostProcess:
-    host = "host"
+    host: ProcessHost = "host"
 
     def __init__(
         self, transport: asyncio.SubprocessTransport, protocol: _Protocol, run_id: str

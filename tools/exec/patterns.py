@@ -3,11 +3,11 @@ and IronClaw's blocked commands, dangerous patterns, injection checks and
 never-auto-approve patterns (seed 004 §4.6). :data:`DENY` is the one deny table:
 ``tools.deny`` (approvals, quality gates) reads it too, by its seed ``group``.
 
-Every pattern is a regex matched against several views of a command (see
+Every pattern is a regex matched against several forms of a command (see
 :mod:`tools.exec.analysis`): the raw text, and each command and pipeline after quotes,
 escapes and wrappers are removed. ``anchored`` patterns only match at the start of a
-single command's view (``eval …``, not ``echo eval``). A pattern with ``also`` spans the
-command line: its two regexes may match different views (``cd /proc/$PPID && cat
+single command's form (``eval …``, not ``echo eval``). A pattern with ``also`` spans the
+command line: its two regexes may match different forms (``cd /proc/$PPID && cat
 environ``).
 
 Reverse shells are refused as a class, not as the seed's two spellings: netcat (as the
@@ -108,7 +108,7 @@ _PROCESS = (
     r"|popen|proc_open|shell_exec|passthru|child_process|\bspawn|fdopen|cmd\.exe"
 )
 #: A redirection whose target is built at run time (``${…}``, ``$(…)``, backquotes in the
-#: normalized view) under /dev/, or ending in ``/host/port`` (``>& $D/10.0.0.1/4444`` with
+#: normalized form) under /dev/, or ending in ``/host/port`` (``>& $D/10.0.0.1/4444`` with
 #: ``D=/dev/tcp`` or ``D=/dev/tc`` … ``${D}p`` set elsewhere).
 _RUN_TIME = r"(?:\$[{(0-9@*#?!$-]|`)"
 _RUN_TIME_SOCKET_PATH = (
@@ -146,7 +146,7 @@ class CommandPattern(NamedTuple):
     label: str
     regex: re.Pattern[str]
     anchored: bool = False
-    #: A second regex some view of the same command line must match too (any view, not
+    #: A second regex some form of the same command line must match too (any form, not
     #: necessarily the one ``regex`` matched).
     also: re.Pattern[str] | None = None
     #: The seed 001 §4 group of a deny pattern (``destructive file ops``…), for messages.
@@ -176,7 +176,7 @@ def _deny(group: str, label: str, pattern: str, flags: int = 0) -> CommandPatter
 
 
 def _both(first: str, second: str) -> str:
-    """A view holding both, in any order: the raw command line, or all of it normalized
+    """A form holding both, in any order: the raw command line, or all of it normalized
     (one regex, so ``tools.deny.match_deny_pattern`` can name it on its own)."""
     return rf"\A(?=[\s\S]*?(?:{first}))(?=[\s\S]*?(?:{second}))"
 
@@ -269,7 +269,7 @@ DANGEROUS: tuple[CommandPattern, ...] = (
     _danger("visudo", r"\bvisudo\b"),
     _danger("kernel modules", r"\b(?:insmod|rmmod|modprobe)\b"),
     # /proc however the process is named ($PPID, $$, thread-self, task/N, globs) and
-    # whichever view names the file: /proc and a secret file anywhere in one command line.
+    # whichever form names the file: /proc and a secret file anywhere in one command line.
     _danger("/proc/*/environ", r"\bproc\b", also=_PROC_SECRET),
     _danger("*/environ", r"(?:^|/)environ\b"),
     # A file name put together at run time under a process's folder (…/self/${E}ron).

@@ -26,13 +26,14 @@ from clawlog.events.domain.workspace import (
     ProcessStarted,
 )
 from clawlog.events.logging import get_logger
+from clawlog.events.streams import session_stream
 
 from ..context import ToolContext
 from ..errors import ProcessLimit, UnknownProcess
 from ..workspace.stores import Recorder, Scrub, no_scrub
 from .runs import RunningProcess
 
-__all__ = ["ManagedProcess", "ProcessRegistry", "session_stream"]
+__all__ = ["ManagedProcess", "ProcessRegistry"]
 
 _log = get_logger(__name__)
 _CHUNK_CHARS = 4096
@@ -40,8 +41,9 @@ _CHUNK_CHARS = 4096
 _KEEP_FINISHED = 32
 
 
-def session_stream(ctx: ToolContext) -> str:
-    return f"session/{ctx.agent}/{ctx.session_key}"
+def _session_of(ctx: ToolContext) -> str:
+    """A registry on its own records on the calling session's stream."""
+    return session_stream(ctx.agent, ctx.session_key)
 
 
 class ManagedProcess:
@@ -100,7 +102,7 @@ class ProcessRegistry:
         scrub: Scrub = no_scrub,
         max_per_session: int = 8,
         max_recorded_chars: int = 100_000,
-        stream_for: Callable[[ToolContext], str] = session_stream,
+        stream_for: Callable[[ToolContext], str] = _session_of,
     ) -> None:
         self._record = record
         #: The stream a session's process (and sandbox) events go to: the session's own

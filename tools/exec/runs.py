@@ -11,14 +11,15 @@ import signal
 from collections.abc import Mapping
 from typing import Protocol
 
+from clawlog.events.domain.workspace import ProcessHost
+
 from .output import OutputBuffer
 
 __all__ = ["RunningProcess", "SandboxRunner"]
 
 
 class RunningProcess(Protocol):
-    #: ``host`` or ``sandbox``.
-    host: str
+    host: ProcessHost
     output: OutputBuffer
 
     @property

@@ -21,7 +21,11 @@ import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from clawlog.events.domain.workspace import SandboxUnavailable
+from clawlog.events.domain.workspace import (
+    ProcessHost,
+    SandboxSkipped,
+    SandboxSkippedAction,
+)
 from clawlog.events.logging import get_logger
 
 from ..base import BaseTool, ToolDomain
@@ -160,7 +164,7 @@ class ExecTool(BaseTool):
             raise InvalidParameters(f"workdir {raw!r} is not a folder in the workspace")
         return resolved.real_rel
 
-    def _timeout(self, args: Mapping[str, Any], host: str) -> float:
+    def _timeout(self, args: Mapping[str, Any], host: ProcessHost) -> float:
         default = self.config.sandbox_timeout_s if host == "sandbox" else self.config.host_timeout_s
         asked = args.get("timeout")
         value = float(asked) if isinstance(asked, int | float) and asked > 0 else default
@@ -222,7 +226,9 @@ class ExecTool(BaseTool):
         return await HostProcess.start(command, cwd=cwd, env=env, stdin=stdin), details
 
     async def _sandbox_unavailable(self, ctx: ToolContext, reason: str) -> str:
-        action = "host_fallback" if self.config.sandbox_fallback == "host" else "refused"
+        action: SandboxSkippedAction = (
+            "host_fallback" if self.config.sandbox_fallback == "host" else "refused"
+        )
         _log.warning(
             "sandbox unavailable",
             action=action,
@@ -231,7 +237,7 @@ class ExecTool(BaseTool):
             session_key=ctx.session_key,
         )
         if self._record is not None:
-            event = SandboxUnavailable(
+            event = SandboxSkipped(
                 sandbox_key=ctx.effective_sandbox_key, reason=reason[:500], action=action
             )
             try:

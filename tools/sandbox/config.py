@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 import msgspec
+
+from clawlog.events.domain.workspace import WorkspaceAccess
 
 __all__ = ["DEFAULT_IMAGE", "SandboxConfig"]
 
@@ -17,7 +17,7 @@ class SandboxConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: The engine; None: ``DOCKER_HOST`` from the environment.
     docker_host: str | None = None
     #: How the workspace is mounted at /workspace (seed 004 SANDBOX_POLICY readonly).
-    workspace_access: Literal["ro", "rw"] = "ro"
+    workspace_access: WorkspaceAccess = "ro"
     #: ``none`` unless network access is allowed (then e.g. ``bridge``).
     network: str = "none"
     memory: str = "512m"

@@ -37,13 +37,14 @@ from clawlog.events.domain.workspace import (
     SandboxContainerStarted,
 )
 from clawlog.events.logging import get_logger
+from clawlog.events.streams import session_stream
 
 from ..errors import SandboxClosed, SandboxUnavailable
 from ..workspace.stores import Recorder
 from .config import SandboxConfig
 from .process import SandboxProcess, wrapped_command
 
-__all__ = ["SandboxManager", "sandbox_stream"]
+__all__ = ["SandboxManager"]
 
 _log = get_logger(__name__)
 T = TypeVar("T")
@@ -52,9 +53,13 @@ LABEL_MANAGER = "clawlog.manager"
 _DEFAULT_SOCKET = "unix:///var/run/docker.sock"
 
 
-def sandbox_stream(key: str) -> str:
-    """Sandbox keys default to ``{agent}/{session_key}``: their session's stream."""
-    return f"session/{key}"
+def _session_of(key: str) -> str:
+    """A manager on its own records on the stream of the key's session: sandbox keys
+    default to the session id, ``{agent}/{session_key}``."""
+    agent, slash, session_key = key.partition("/")
+    if not slash:  # a one-segment key (``ToolContext.sandbox_key``): ``session/{key}``
+        return session_stream(key, "").removesuffix("/")
+    return session_stream(agent, session_key)
 
 
 class _Container(NamedTuple):
@@ -71,7 +76,7 @@ class SandboxManager:
         *,
         executor: Executor | None = None,
         record: Recorder | None = None,
-        stream_for: Callable[[str], str] = sandbox_stream,
+        stream_for: Callable[[str], str] = _session_of,
         client_factory: Callable[[], Any] | None = None,
     ) -> None:
         self.config = config or SandboxConfig()

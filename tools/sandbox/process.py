@@ -25,6 +25,7 @@ from typing import Any
 
 from docker.utils.socket import frames_iter
 
+from clawlog.events.domain.workspace import ProcessHost
 from clawlog.events.logging import get_logger
 
 from ..exec.output import OutputBuffer
@@ -45,7 +46,7 @@ def wrapped_command(command: str) -> tuple[list[str], str, bytes]:
 
 
 class SandboxProcess:
-    host = "sandbox"
+    host: ProcessHost = "sandbox"
 
     def __init__(
         self,

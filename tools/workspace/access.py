@@ -25,7 +25,7 @@ from .memory_store import MemoryStore, is_memory_path
 from .paths import PathGuard, ResolvedPath
 
 __all__ = [
-    "Target",
+    "FileTarget",
     "Workspace",
     "WorkspaceEnv",
     "user_directory",
@@ -62,7 +62,7 @@ def workspace_root(ctx: ToolContext, config: WorkspaceConfig) -> Path:
     return root
 
 
-class Target(NamedTuple):
+class FileTarget(NamedTuple):
     path: ResolvedPath
     kind: Literal["disk", "context", "memory"]
     context: ContextTarget | None = None
@@ -103,18 +103,18 @@ class Workspace:
         self.config = env.config
         self.root = workspace_root(ctx, env.config)
 
-    def resolve(self, raw: object) -> Target:
+    def resolve(self, raw: object) -> FileTarget:
         path = self.env.guard.resolve(self.root, raw)
         rel = path.rel
         if self.env.context is not None and rel in CONTEXT_FILES:
             target = self.env.context.target(self.ctx.agent, self.ctx.user, rel)
-            return Target(path, "context", target)
+            return FileTarget(path, "context", target)
         if self.env.memory is not None and is_memory_path(rel):
-            return Target(path, "memory")
-        return Target(path, "disk")
+            return FileTarget(path, "memory")
+        return FileTarget(path, "disk")
 
     # -- reading ------------------------------------------------------------------------
-    def virtual_text(self, target: Target) -> str | None:
+    def virtual_text(self, target: FileTarget) -> str | None:
         """The content of a context file or memory document (None: it does not exist)."""
         if target.kind == "context" and self.env.context is not None:
             return self.env.context.read(self.ctx.agent, self.ctx.user, target.rel)
@@ -141,7 +141,7 @@ class Workspace:
         """``memory`` and below belong to the memory store (when there is one)."""
         return self.env.memory is not None and (rel == "memory" or rel.startswith("memory/"))
 
-    async def read_text(self, target: Target, max_bytes: int) -> str:
+    async def read_text(self, target: FileTarget, max_bytes: int) -> str:
         """The whole file as text, refused above ``max_bytes`` (edit, patch)."""
         if target.kind != "disk":
             text = self.virtual_text(target)
@@ -158,13 +158,13 @@ class Workspace:
             raise NotAFile(f"{target.path.raw} is a binary file; it cannot be edited as text")
         return data.decode("utf-8", errors="replace")
 
-    async def exists(self, target: Target) -> bool:
+    async def exists(self, target: FileTarget) -> bool:
         if target.kind != "disk":
             return self.virtual_text(target) is not None
         return await asyncio.to_thread(fsio.stat_path, target.path) is not None
 
     # -- writing ------------------------------------------------------------------------
-    def check_write(self, target: Target, size: int) -> None:
+    def check_write(self, target: FileTarget, size: int) -> None:
         """Refuse what must not be written (read-only mount, protected, too large)."""
         raw = target.path.raw
         if self.config.read_only:
@@ -204,7 +204,7 @@ class Workspace:
                 return True
         return False
 
-    async def write_text(self, target: Target, content: str, *, call_id: str = "") -> str:
+    async def write_text(self, target: FileTarget, content: str, *, call_id: str = "") -> str:
         """Write (after :meth:`check_write`); returns created | updated | deleted."""
         data = content.encode("utf-8")
         self.check_write(target, len(data))
@@ -223,7 +223,7 @@ class Workspace:
         created = await asyncio.to_thread(fsio.atomic_write, target.path, data)
         return "created" if created else "updated"
 
-    async def delete(self, target: Target) -> None:
+    async def delete(self, target: FileTarget) -> None:
         """Delete a file or virtual file (after the checks of a write)."""
         self.check_write(target, 0)
         if target.kind == "context":

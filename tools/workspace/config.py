@@ -55,7 +55,7 @@ SKIPPED_DIRS: frozenset[str] = frozenset(
 
 #: seed 004 write_file: identity files the model must not overwrite on disk, and the
 #: folders of the same kind (entries ending in ``/``). Context files routed to a store
-#: follow the store's rules instead (see :mod:`tools.workspace.virtual`).
+#: follow the store's rules instead (see :mod:`tools.workspace.access`).
 PROTECTED_FILES: tuple[str, ...] = (
     "HEARTBEAT.md",
     "MEMORY.md",

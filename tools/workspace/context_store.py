@@ -24,9 +24,10 @@ from typing import Literal, NamedTuple
 from clawlog.events import Event
 from clawlog.events.domain.agent import AgentRegistered
 from clawlog.events.domain.workspace import ContextFileDeleted, ContextFileWritten
+from clawlog.events.streams import agent_stream
 
 from ..errors import VirtualStoreUnavailable
-from .stores import Recorder, Scrub, agent_stream, no_scrub
+from .stores import Recorder, Scrub, no_scrub
 
 __all__ = ["CONTEXT_FILES", "ContextStore", "ContextTarget"]
 

@@ -14,10 +14,11 @@ from typing import NamedTuple
 
 from clawlog.events import Event
 from clawlog.events.domain.workspace import MemoryDocumentDeleted, MemoryDocumentWritten
+from clawlog.events.streams import agent_stream
 
 from ..errors import VirtualStoreUnavailable
 from .memory_index import MemoryHit, MemoryIndex
-from .stores import Recorder, Scrub, agent_stream, no_scrub
+from .stores import Recorder, Scrub, no_scrub
 
 __all__ = ["MemoryDocument", "MemoryStore", "is_memory_path"]
 

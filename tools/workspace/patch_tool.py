@@ -18,7 +18,7 @@ from clawlog.events.logging import get_logger
 from ..context import ToolContext
 from ..errors import FileNotFound, InvalidParameters, PatchRejected, WorkspaceError
 from ..result import ToolResult
-from .access import Target, Workspace
+from .access import FileTarget, Workspace
 from .base import FileTool, path_arg
 from .patch import FilePatch, apply_hunks, parse_patch
 from .write_tools import edit_text
@@ -36,12 +36,12 @@ class _Key(NamedTuple):
     path: str
 
     @classmethod
-    def of(cls, target: Target) -> _Key:
+    def of(cls, target: FileTarget) -> _Key:
         return cls(target.kind, target.path.real_rel if target.kind == "disk" else target.rel)
 
 
 class _Change(NamedTuple):
-    target: Target
+    target: FileTarget
     #: None: delete the file.
     content: str | None
     #: The content before (None: the file did not exist), to restore on failure.
@@ -118,7 +118,7 @@ class ApplyPatchTool(FileTool):
         return list(pending.values())
 
     async def _current(
-        self, workspace: Workspace, target: Target, pending: dict[_Key, _Change]
+        self, workspace: Workspace, target: FileTarget, pending: dict[_Key, _Change]
     ) -> str | None:
         key = _Key.of(target)
         if key in pending:
@@ -135,7 +135,7 @@ class ApplyPatchTool(FileTool):
         self,
         workspace: Workspace,
         pending: dict[_Key, _Change],
-        target: Target,
+        target: FileTarget,
         content: str | None,
     ) -> None:
         workspace.check_write(target, len((content or "").encode("utf-8")))
@@ -168,7 +168,7 @@ async def _commit(workspace: Workspace, changes: list[_Change]) -> None:
         done.append(change)
 
 
-async def _write(workspace: Workspace, target: Target, content: str | None) -> None:
+async def _write(workspace: Workspace, target: FileTarget, content: str | None) -> None:
     if content is None:
         await workspace.delete(target)
     else:

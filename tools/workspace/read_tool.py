@@ -17,7 +17,7 @@ from ..context import ToolContext
 from ..errors import FileNotFound, NotAFile
 from ..result import ToolResult
 from . import fsio
-from .access import Target
+from .access import FileTarget
 from .base import FileTool, int_arg, path_arg
 
 __all__ = ["Page", "ReadFileTool", "page_lines"]
@@ -114,7 +114,7 @@ class ReadFileTool(FileTool):
             page = await asyncio.to_thread(self._read_disk, target, offset, limit, budget)
         return _result(target, page, offset)
 
-    def _read_disk(self, target: Target, offset: int, limit: int | None, budget: int) -> Page:
+    def _read_disk(self, target: FileTarget, offset: int, limit: int | None, budget: int) -> Page:
         with os.fdopen(fsio.open_for_read(target.path), "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             if b"\x00" in os.pread(handle.fileno(), 8192, 0):
@@ -125,7 +125,7 @@ class ReadFileTool(FileTool):
             return page_lines(_disk_lines(handle, budget + 64), offset, limit, budget, count_all)
 
 
-def _result(target: Target, page: Page, offset: int) -> ToolResult:
+def _result(target: FileTarget, page: Page, offset: int) -> ToolResult:
     raw = target.path.raw
     if page.first == 0:
         if page.total is not None and page.total <= offset and page.total > 0:

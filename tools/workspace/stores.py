@@ -1,4 +1,4 @@
-"""What the workspace stores share: the recorder port and the streams they write to."""
+"""What the workspace stores share: the recorder port and the scrubber."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from clawlog.events import Event
 
-__all__ = ["Recorder", "Scrub", "agent_stream", "no_scrub"]
+__all__ = ["Recorder", "Scrub", "no_scrub"]
 
 #: Appends events to a stream through the actor that owns it, and returns once they are
 #: durable. Tools run on the I/O hub and never append themselves (one writer per stream):
@@ -14,11 +14,6 @@ __all__ = ["Recorder", "Scrub", "agent_stream", "no_scrub"]
 Recorder = Callable[[str, Sequence[Event]], Awaitable[object]]
 #: Removes secrets from text before it is recorded (the pipeline's scrubber).
 Scrub = Callable[[str], str]
-
-
-def agent_stream(agent: str) -> str:
-    """The default stream of an agent's context files and memory documents."""
-    return f"agent/{agent}"
 
 
 def no_scrub(text: str) -> str:

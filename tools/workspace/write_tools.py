@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from ..context import ToolContext
 from ..errors import EditRejected, InvalidParameters, OldStringNotFound, OldStringNotUnique
 from ..result import ToolResult
-from .access import Target, Workspace
+from .access import FileTarget, Workspace
 from .base import FileTool, path_arg
 
 __all__ = ["EditFileTool", "WriteFileTool", "apply_edit", "preview"]
@@ -102,7 +102,7 @@ def preview(before: str, after: str, shown: str) -> str:
 
 
 async def edit_text(
-    workspace: Workspace, target: Target, old: str, new: str, replace_all: bool
+    workspace: Workspace, target: FileTarget, old: str, new: str, replace_all: bool
 ) -> ToolResult:
     config = workspace.config
     cap = config.max_write_bytes if target.kind == "disk" else config.max_virtual_bytes

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import msgspec
 
@@ -16,12 +16,35 @@ from clawlog.events.domain.tool import ApprovalOutcome, RefusalStep
 from .._sql import insert_rows
 from ..readers import Reader, where
 
-__all__ = ["AuditReason", "AuditedCall", "ToolAudit", "ToolAuditReader"]
+__all__ = [
+    "AuditReason",
+    "AuditReasonKind",
+    "AuditedCall",
+    "CallStatus",
+    "ToolAudit",
+    "ToolAuditReader",
+]
+
+#: Where a call stands: requested, then refused, awaiting_approval (then approved or
+#: denied), running, and how it ended. (Folded from the ``tool.*`` events, never written.)
+CallStatus = Literal[
+    "requested",
+    "refused",
+    "awaiting_approval",
+    "approved",
+    "denied",
+    "running",
+    "completed",
+    "failed",
+]
+#: The event a reason comes from.
+AuditReasonKind = Literal[
+    "refused", "approval_requested", "approval_decided", "loop_warning", "failed"
+]
 
 
 class AuditedCall(msgspec.Struct, frozen=True):
-    """One tool call. ``status``: requested | refused | awaiting_approval | approved |
-    denied | running | completed | failed."""
+    """One tool call, and how far it got."""
 
     #: Position of the call's first event (the pagination cursor).
     position: int
@@ -30,7 +53,7 @@ class AuditedCall(msgspec.Struct, frozen=True):
     turn_id: str
     call_id: str
     tool: str
-    status: str | None
+    status: CallStatus | None
     #: Position of the call's latest event.
     last_position: int
     agent: str | None
@@ -52,16 +75,15 @@ class AuditedCall(msgspec.Struct, frozen=True):
 
 
 class AuditReason(msgspec.Struct, frozen=True):
-    """A reason recorded for a call. ``kind``: refused | approval_requested |
-    approval_decided | loop_warning | failed; ``detail``: the step, decision, loop
-    pattern or error kind."""
+    """A reason recorded for a call. ``detail``: the step, decision, loop pattern or error
+    kind."""
 
     position: int
     stream: str
     turn_id: str
     call_id: str
     tool: str
-    kind: str
+    kind: AuditReasonKind
     detail: str
     reason: str
     recorded_at: float
@@ -74,7 +96,10 @@ _ON_CONFLICT = "ON CONFLICT (stream, turn_id, call_id) DO UPDATE SET " + ", ".jo
     f"{c} = coalesce(excluded.{c}, tool_audit.{c})" for c in _COLUMNS[4:]
 )
 _REASON = "INSERT INTO tool_audit_reasons"
-_DECIDED = {"allow-once": "approved", "allow-always": "approved"}
+_DECIDED: dict[ApprovalOutcome, CallStatus] = {
+    "allow-once": "approved",
+    "allow-always": "approved",
+}
 (
     _STATUS,
     _LAST,
@@ -150,7 +175,7 @@ class ToolAudit:
 _EMPTY = (None,) * (len(_COLUMNS) - 5)
 #: Sets the columns an event decides on the call's row; returns its reason row
 #: (kind, detail, text) if it gives one.
-_Apply = Callable[[list[Any], Any, float], tuple[str, str, str] | None]
+_Apply = Callable[[list[Any], Any, float], tuple[AuditReasonKind, str, str] | None]
 
 
 def _requested(row: list[Any], e: Any, at: float) -> None:
@@ -162,7 +187,7 @@ def _requested(row: list[Any], e: Any, at: float) -> None:
     )
 
 
-def _refused(row: list[Any], e: Any, at: float) -> tuple[str, str, str]:
+def _refused(row: list[Any], e: Any, at: float) -> tuple[AuditReasonKind, str, str]:
     row[_STATUS], row[_STEP], row[_REASON_TEXT], row[_KIND], row[_FINISHED] = (
         "refused",
         e.step,
@@ -173,12 +198,12 @@ def _refused(row: list[Any], e: Any, at: float) -> tuple[str, str, str]:
     return "refused", e.step, f"{e.reason} (rule: {e.rule})" if e.rule else e.reason
 
 
-def _approval_requested(row: list[Any], e: Any, at: float) -> tuple[str, str, str]:
+def _approval_requested(row: list[Any], e: Any, at: float) -> tuple[AuditReasonKind, str, str]:
     row[_STATUS] = "awaiting_approval"
     return "approval_requested", "approval", e.reason or e.summary
 
 
-def _approval_decided(row: list[Any], e: Any, at: float) -> tuple[str, str, str]:
+def _approval_decided(row: list[Any], e: Any, at: float) -> tuple[AuditReasonKind, str, str]:
     row[_STATUS], row[_DECISION], row[_DECIDED_BY] = (
         _DECIDED.get(e.decision, "denied"),
         e.decision,
@@ -201,7 +226,7 @@ def _completed(row: list[Any], e: Any, at: float) -> None:
     )
 
 
-def _failed(row: list[Any], e: Any, at: float) -> tuple[str, str, str]:
+def _failed(row: list[Any], e: Any, at: float) -> tuple[AuditReasonKind, str, str]:
     message = e.message[:500]
     row[_STATUS], row[_REASON_TEXT], row[_KIND], row[_FINISHED] = (
         "failed",
@@ -213,7 +238,7 @@ def _failed(row: list[Any], e: Any, at: float) -> tuple[str, str, str]:
     return "failed", e.error_kind, message
 
 
-def _loop_warning(row: list[Any], e: Any, at: float) -> tuple[str, str, str]:
+def _loop_warning(row: list[Any], e: Any, at: float) -> tuple[AuditReasonKind, str, str]:
     return "loop_warning", e.pattern, e.message  # the call still ran
 
 
@@ -242,7 +267,7 @@ class ToolAuditReader(Reader):
         agent: str | None = None,
         session: str | None = None,
         stream: str | None = None,
-        status: str | None = None,
+        status: CallStatus | None = None,
         refused: bool = False,
         since: float | None = None,
         until: float | None = None,
@@ -294,7 +319,12 @@ class ToolAuditReader(Reader):
         return [AuditReason(*row) for row in rows]
 
     async def reasons_by_kind(
-        self, kinds: Sequence[str], *, tool: str | None = None, after: int = 0, limit: int = 100
+        self,
+        kinds: Sequence[AuditReasonKind],
+        *,
+        tool: str | None = None,
+        after: int = 0,
+        limit: int = 100,
     ) -> list[AuditReason]:
         """Reasons of the given kinds across calls (e.g. every refusal), in log order."""
         clauses = [f"kind IN ({','.join('?' * len(kinds))})", "position > ?"]

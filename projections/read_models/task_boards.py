@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from clawlog.events import RecordedEvent
+from clawlog.events.domain.team import TaskStatus
 
 from .._sql import select_in
 from ..readers import Reader, where
@@ -155,13 +156,13 @@ class _Board:
 
 
 class BoardTask(msgspec.Struct, frozen=True):
-    """One task. ``status``: pending | blocked | claimed | completed."""
+    """One task on a board."""
 
     team: str
     task_id: str
     subject: str
     priority: int | None
-    status: str
+    status: TaskStatus
     claimed_by: str
     blocked_by: list[str]
     result: str
@@ -205,7 +206,7 @@ class TaskBoardReader(Reader):
         self,
         team: str,
         *,
-        status: str | None = None,
+        status: TaskStatus | None = None,
         claimed_by: str | None = None,
         after: int = 0,
         limit: int = 100,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import msgspec
 
@@ -14,16 +14,29 @@ from clawlog.events import RecordedEvent
 from .._sql import insert_rows, select_in
 from ..readers import Reader, where
 
-__all__ = ["ActorIncident", "ActorLifecycle", "ActorLifecycleReader", "ActorSummary"]
+__all__ = [
+    "ActorIncident",
+    "ActorLifecycle",
+    "ActorLifecycleReader",
+    "ActorStatus",
+    "ActorSummary",
+    "IncidentKind",
+]
+
+
+#: Where an actor stands after its latest lifecycle event; not_started when only dead
+#: letters reached it.
+ActorStatus = Literal["not_started", "running", "failed", "restarting", "escalated", "stopped"]
+#: The lifecycle event an incident comes from.
+IncidentKind = Literal["failed", "restarted", "escalated", "stopped", "dead_letter"]
 
 
 class ActorSummary(msgspec.Struct, frozen=True):
-    """One actor path. ``status``: running | failed | restarting | escalated | stopped,
-    or not_started when only dead letters reached it."""
+    """One actor path."""
 
     path: str
     kind: str | None
-    status: str
+    status: ActorStatus
     starts: int
     failures: int
     restarts: int
@@ -40,11 +53,11 @@ class ActorSummary(msgspec.Struct, frozen=True):
 
 
 class ActorIncident(msgspec.Struct, frozen=True):
-    """``kind``: failed | restarted | escalated | stopped | dead_letter."""
+    """A failure, restart, escalation, stop or dead letter of one actor."""
 
     position: int
     path: str
-    kind: str
+    kind: IncidentKind
     #: The error type, the dead letter's message type, or the stop reason.
     detail: str
     message: str
@@ -129,7 +142,7 @@ _SELECT_PATHS = f"SELECT {_COLUMNS} FROM actor_lifecycle WHERE path IN"
 _ZEROS = (0, 0, 0, 0, 0, None, None, None, None)
 
 
-def _change(tag: str, event: Any, row: list[Any]) -> tuple[str, str, str] | None:
+def _change(tag: str, event: Any, row: list[Any]) -> tuple[IncidentKind, str, str] | None:
     """Apply an event to its actor's row; return its incident row, if it makes one."""
     match tag:
         case "actor.started":
@@ -162,7 +175,7 @@ class ActorLifecycleReader(Reader):
     async def actors(
         self,
         *,
-        status: str | None = None,
+        status: ActorStatus | None = None,
         kind: str | None = None,
         prefix: str | None = None,
         after: str | None = None,
@@ -197,7 +210,7 @@ class ActorLifecycleReader(Reader):
         self,
         *,
         path: str | None = None,
-        kinds: Sequence[str] | None = None,
+        kinds: Sequence[IncidentKind] | None = None,
         since: float | None = None,
         until: float | None = None,
         after: int = 0,

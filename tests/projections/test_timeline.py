@@ -1,4 +1,4 @@
-"""Replay straight from the log: timelines with their filters and pages, state as of."""
+"""Timelines straight from the log, with their filters and pages, and state as of a position."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from clawlog.events import ANY, EventMetadata, EventStore, RecordedEvent, open_s
 from clawlog.events.domain.team import TeamTaskClaimed, TeamTaskCompleted, TeamTaskCreated
 from clawlog.events.domain.tool import ToolCallCompleted, ToolCallRequested, ToolCallStarted
 from clawlog.projections import TimelineQuery, read_timeline, state_as_of
-from clawlog.projections.replay import timeline
+from clawlog.projections.timeline import timeline
 from tests.projections.support import write_turns
 
 

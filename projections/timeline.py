@@ -1,6 +1,6 @@
-"""Replay for audits and debugging: timelines and state as of a position, read straight
+"""The past for audits and debugging: timelines and state as of a position, read straight
 from the log (no read model needed, so it works on any log, even a copy). Re-running a
-recorded session through the agent loop ("what if") needs the actors: see
+recorded session through the agent loop ("what if", a replay) needs the actors: see
 :func:`actors.replay.rerun`.
 
     query = TimelineQuery(correlation_id="turn-42", types=("tool.*",))

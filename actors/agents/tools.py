@@ -1,9 +1,19 @@
-"""Tools that drive actors (seed 001 §6, §10; the sessions group): subagent, spawn,
-handoff, sessions_list, sessions_history, sessions_send, session_status.
+"""The agent tools: the tools that drive actors and the tool that writes to people.
+
+Group ``sessions`` (seed 001 §6, §10): subagent, spawn, handoff, sessions_list,
+sessions_history, sessions_send, session_status (:data:`ACTOR_TOOLS`). Group
+``messaging`` (seed 001 §5): ``message`` (:class:`MessageTool`), with which an agent
+writes to a person on a channel and chat on its own, in the middle of a turn ("working on
+it...", a notice on another chat); the calling Session records it on its own stream as an
+``outbox.message_posted`` of kind ``message`` (the stream's owner writes it), and the
+application receives it from ``System.outbox``. clawlog does not deliver it: the
+application owns the channels.
 
 They live in ``actors`` because they reach actors (``tools`` never imports ``actors``);
-:mod:`actors.agents.pipeline_gateway` wraps each one as a ``tools`` Tool. ``run`` returns
-the text for the model or raises :class:`Rejected` with words the model can act on.
+:mod:`actors.agents.pipeline_gateway` wraps each one as a ``tools`` Tool, so each runs
+through the normal tool pipeline (policy, validation, rate limits, loop detection,
+approvals). ``run`` returns the text for the model or raises :class:`Rejected` with words
+the model can act on. The team and delegation tools build on :class:`ActorTool` too.
 """
 
 from __future__ import annotations
@@ -13,11 +23,15 @@ from typing import Any, ClassVar
 import msgspec
 
 from clawlog.events.domain.session import TurnCompleted, TurnStarted
+from clawlog.events.streams import session_stream
 
 from ..errors import Rejected
 from .gateway import CallerContext
+from .messages import PostMessage
 
-__all__ = ["ACTOR_TOOLS", "ActorTool"]
+__all__ = ["ACTOR_TOOLS", "ActorTool", "MessageTool"]
+
+_MAX_TEXT = 16_000
 
 
 class ActorTool:
@@ -143,7 +157,7 @@ class SessionsListTool(ActorTool):
     }
 
     async def run(self, ctx: CallerContext, args: dict[str, Any]) -> str:
-        prefix = f"session/{ctx.agent}/"
+        prefix = session_stream(ctx.agent, "")
         last: dict[str, int] = {}
         position = 1
         while True:
@@ -175,7 +189,7 @@ class SessionsHistoryTool(ActorTool):
     async def run(self, ctx: CallerContext, args: dict[str, Any]) -> str:
         key = _required(args, "session_key")
         lines = []
-        for recorded in await self.store.read_stream(f"session/{ctx.agent}/{key}"):
+        for recorded in await self.store.read_stream(session_stream(ctx.agent, key)):
             event = recorded.event
             if isinstance(event, TurnStarted):
                 lines.append({"from": event.sender, "text": event.text})
@@ -234,3 +248,34 @@ ACTOR_TOOLS: tuple[type[ActorTool], ...] = (
     SessionsSendTool,
     SessionStatusTool,
 )
+
+
+class MessageTool(ActorTool):
+    name = "message"
+    group = "messaging"
+    description = (
+        "Send a message to a person now, without ending your turn: by default to this "
+        "conversation's channel and chat, or to another channel/chat_id. Your final answer "
+        "is still delivered as usual; use this for progress notes or messages elsewhere."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string", "description": "the message", "maxLength": _MAX_TEXT},
+            "channel": {"type": "string", "description": "default: this conversation's"},
+            "chat_id": {"type": "string", "description": "default: this conversation's"},
+        },
+        "required": ["text"],
+    }
+
+    async def run(self, ctx: CallerContext, args: dict[str, Any]) -> str:
+        text = _required(args, "text")
+        channel, chat_id = args.get("channel", ""), args.get("chat_id", "")
+        if chat_id and not (channel or ctx.channel):
+            raise Rejected("chat_id needs a channel: this conversation has none, name one")
+        session = self.services["runtime"].lookup(ctx.session_stream)
+        if session is None or not session.is_alive():
+            raise Rejected("this session is not running; answer in your reply instead")
+        request = PostMessage(text=text, channel=channel, chat_id=chat_id, call_id=ctx.call_id)
+        await session.ask(request)
+        return f"message sent to {channel or ctx.channel or 'this conversation'}"

@@ -1,7 +1,6 @@
-"""Delegations and subagent tasks: each one's lifecycle; overdue ones visible.
+"""Delegations: each one's lifecycle; overdue ones visible.
 
 overdue = await DelegationReader(views).delegations(overdue_only=True)
-running = await SubagentTaskReader(views).tasks(agent="lead", status="running")
 
 This is the read side of delegations: it folds the ``link/`` streams with the rules the
 DelegationLink itself folds with (``events/folds/delegation.py``: when a delegation is due,
@@ -17,7 +16,13 @@ from typing import Any, ClassVar
 import msgspec
 
 from clawlog.events import RecordedEvent
-from clawlog.events.folds.delegation import deadline_of, delegation_end, is_overdue
+from clawlog.events.domain.delegation import DelegationMode, DelegationStatus
+from clawlog.events.folds.delegation import (
+    DelegationEndReason,
+    deadline_of,
+    delegation_end,
+    is_overdue,
+)
 
 from ..readers import Reader, where
 
@@ -25,9 +30,6 @@ __all__ = [
     "DelegationReader",
     "DelegationRecord",
     "Delegations",
-    "SubagentTask",
-    "SubagentTaskReader",
-    "SubagentTasks",
     "overdue_delegations",
 ]
 
@@ -105,64 +107,16 @@ def overdue_delegations(conn: sqlite3.Connection, now: float | None = None) -> l
     ]
 
 
-class SubagentTasks:
-    name: ClassVar[str] = "subagent_tasks"
-    version: ClassVar[int] = 1
-    table_names = ("subagent_tasks",)
-    tables = (
-        """CREATE TABLE IF NOT EXISTS subagent_tasks (
-        task_id TEXT PRIMARY KEY, agent TEXT NOT NULL, parent_session TEXT, task TEXT,
-        label TEXT, depth INTEGER, mode TEXT, status TEXT NOT NULL, result TEXT, error TEXT,
-        created_at REAL, finished_at REAL, archived INTEGER DEFAULT 0)""",
-    )
-    types: ClassVar[tuple[str, ...]] = (
-        "subagent.spawned",
-        "subagent.finished",
-        "subagent.archived",
-    )
-
-    def handle(self, conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
-        event: Any = recorded.event
-        match recorded.type:
-            case "subagent.spawned":
-                conn.execute(
-                    "INSERT OR REPLACE INTO subagent_tasks (task_id, agent, "
-                    "parent_session, task, label, depth, mode, status, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
-                    (
-                        event.task_id,
-                        recorded.stream.removeprefix("agent/"),
-                        event.parent_session,
-                        event.task,
-                        event.label,
-                        event.depth,
-                        event.mode,
-                        event.at,
-                    ),
-                )
-            case "subagent.finished":
-                conn.execute(
-                    "UPDATE subagent_tasks SET status = ?, result = ?, error = ?, "
-                    "finished_at = ? WHERE task_id = ?",
-                    (event.status, event.result, event.error, event.at, event.task_id),
-                )
-            case "subagent.archived":
-                conn.execute(
-                    "UPDATE subagent_tasks SET archived = 1 WHERE task_id = ?", (event.task_id,)
-                )
-
-
 class DelegationRecord(msgspec.Struct, frozen=True):
-    """One delegation. ``status``: running | completed | failed | cancelled; ``overdue``:
-    still running past its deadline when it was read."""
+    """One delegation. ``overdue``: still running past its deadline when it was read."""
 
     delegation_id: str
     source: str
     target: str
-    mode: str | None
+    mode: DelegationMode | None
     task: str | None
-    status: str
-    reason: str | None
+    status: DelegationStatus
+    reason: DelegationEndReason | None
     attempts: int
     requested_at: float | None
     deadline_at: float | None
@@ -183,7 +137,7 @@ class DelegationReader(Reader):
         *,
         source: str | None = None,
         target: str | None = None,
-        status: str | None = None,
+        status: DelegationStatus | None = None,
         overdue_only: bool = False,
         now: float | None = None,
         limit: int = -1,
@@ -212,52 +166,3 @@ def _delegation(row: tuple[Any, ...], now: float) -> DelegationRecord:
     values[11] = bool(values[11])
     overdue = is_overdue(values[5], values[9], now)
     return DelegationRecord(**dict(zip(_DELEGATION_FIELDS, [*values, overdue], strict=True)))
-
-
-class SubagentTask(msgspec.Struct, frozen=True):
-    """One spawned subagent task. ``status``: running, then how it finished."""
-
-    task_id: str
-    agent: str
-    parent_session: str | None
-    task: str | None
-    label: str | None
-    depth: int | None
-    mode: str | None
-    status: str
-    result: str | None
-    error: str | None
-    created_at: float | None
-    finished_at: float | None
-    archived: bool
-
-
-class SubagentTaskReader(Reader):
-    projection: ClassVar[str] = "subagent_tasks"
-
-    async def tasks(
-        self,
-        *,
-        agent: str | None = None,
-        status: str | None = None,
-        include_archived: bool = True,
-        limit: int = -1,
-    ) -> list[SubagentTask]:
-        """Tasks in the order they were spawned."""
-        clauses: list[str] = []
-        params: list[Any] = []
-        for column, value in (("agent", agent), ("status", status)):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                params.append(value)
-        if not include_archived:
-            clauses.append("archived = 0")
-        rows = await self.models.query(
-            f"SELECT * FROM subagent_tasks{where(clauses)} ORDER BY created_at, task_id LIMIT ?",
-            [*params, limit],
-        )
-        fields = SubagentTask.__struct_fields__
-        return [
-            SubagentTask(**dict(zip(fields, [*row[:-1], bool(row[-1])], strict=True)))
-            for row in rows
-        ]

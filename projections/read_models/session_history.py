@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import msgspec
 
@@ -14,7 +14,21 @@ from clawlog.events import RecordedEvent
 from .._sql import insert_rows
 from ..readers import Reader, where
 
-__all__ = ["HistoryEntry", "SessionHistory", "SessionHistoryReader"]
+__all__ = ["HistoryEntry", "HistoryKind", "SessionHistory", "SessionHistoryReader"]
+
+#: The event a history line comes from.
+HistoryKind = Literal[
+    "user",
+    "tool_calls",
+    "approval_requested",
+    "approval_decided",
+    "tool",
+    "tool_failed",
+    "tool_refused",
+    "reply",
+    "failed",
+    "cancelled",
+]
 
 _INSERT = "INSERT INTO session_history"
 
@@ -61,7 +75,7 @@ class SessionHistory:
 
 _SESSION_STREAMS = ("session/", "subagent/")
 #: (kind, who, text) of a history line, per event tag.
-_LINES: dict[str, Callable[[Any, str], tuple[str, str, str]]] = {
+_LINES: dict[str, Callable[[Any, str], tuple[HistoryKind, str, str]]] = {
     "session.turn_started": lambda e, stream: ("user", e.sender, e.text),
     "session.turn_completed": lambda e, stream: ("reply", stream.split("/")[1], e.reply),
     "session.turn_failed": lambda e, stream: ("failed", "clawlog", f"{e.reason}: {e.message}"),
@@ -84,14 +98,13 @@ _LINES: dict[str, Callable[[Any, str], tuple[str, str, str]]] = {
 
 
 class HistoryEntry(msgspec.Struct, frozen=True):
-    """One line of a session's history. ``kind``: user | tool_calls | approval_requested |
-    approval_decided | tool | tool_failed | tool_refused | reply | failed | cancelled;
-    ``who``: the sender, the agent (reply, tool_calls) or the tool."""
+    """One line of a session's history. ``who``: the sender, the agent (reply,
+    tool_calls) or the tool."""
 
     position: int
     stream: str
     turn_id: str | None
-    kind: str
+    kind: HistoryKind
     who: str
     text: str
     recorded_at: float
@@ -106,7 +119,7 @@ class SessionHistoryReader(Reader):
         *,
         after: int = 0,
         limit: int = 100,
-        kinds: Sequence[str] | None = None,
+        kinds: Sequence[HistoryKind] | None = None,
     ) -> list[HistoryEntry]:
         """Entries of ``stream`` after position ``after`` (pagination), optionally by kind."""
         clauses: list[str] = ["stream = ?", "position > ?"]

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import msgspec
 
 from clawlog.events import RecordedEvent
+from clawlog.events.domain.mcp import McpGrantScope, McpTransport
 from clawlog.events.folds.mcp import (
+    ConnectionState,
     ServerConnection,
     fold_connection,
     request_scope,
@@ -218,14 +220,13 @@ def _json_or_none(value: list[str] | None) -> str | None:
 
 
 class McpServerHealth(msgspec.Struct, frozen=True, kw_only=True):
-    """One server. ``state``: configured | connecting | connected | disconnected |
-    reconnecting | failed | disabled | removed; ``tools``: the registered names agents are
+    """One server. ``tools``: the registered names agents are
     offered now (empty while the server is down); ``discovered``: how many the last
     connection listed; ``attempt``: the one running or scheduled next."""
 
     server: str
-    state: str
-    transport: str
+    state: ConnectionState
+    transport: McpTransport | Literal[""]
     enabled: bool
     removed: bool
     tools: list[str]
@@ -260,10 +261,10 @@ class McpToolRow(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class McpGrantRow(msgspec.Struct, frozen=True, kw_only=True):
-    """A grant: ``scope`` agent | user; ``subject`` the agent, the user or ``*``."""
+    """A grant: ``subject`` is the agent, the user or ``*``."""
 
     server: str
-    scope: str
+    scope: McpGrantScope
     subject: str
     enabled: bool
     tool_allow: list[str] | None
