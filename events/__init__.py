@@ -14,10 +14,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .backends.base import ANY, NO_STREAM, StorageBackend
+from .backends.base import (
+    ANY,
+    NO_STREAM,
+    LeaseBackend,
+    SnapshotRecord,
+    StorageBackend,
+    check_expected_version,
+)
 from .base import Event, UnknownEvent, event_tag
 from .domain import all_event_classes, default_registry
-from .envelope import EventMetadata, RecordedEvent
+from .envelope import EventMetadata, NewRecord, RecordedEvent, StoredRecord
 from .errors import (
     CorruptEvent,
     EventStoreError,
@@ -34,6 +41,7 @@ from .errors import (
     VersionConflict,
 )
 from .open import backend_for, open_store
+from .reading import EventSource, LogReader
 from .registry import EventRegistry, Upcaster
 from .store import EventStore, Snapshot, validate_stream
 from .subscription import Subscription
@@ -45,22 +53,29 @@ __all__ = [
     "Event",
     "EventMetadata",
     "EventRegistry",
+    "EventSource",
     "EventStore",
     "EventStoreError",
     "IdempotencyKeyReused",
     "InvalidAppend",
     "InvalidEvent",
+    "LeaseBackend",
+    "LogReader",
     "MemoryBackend",
     "MissingDependency",
+    "NewRecord",
     "NotAClawlogDatabase",
     "PayloadTooLarge",
+    "PostgresBackend",
     "RecordedEvent",
     "Snapshot",
+    "SnapshotRecord",
     "SqliteBackend",
     "StorageBackend",
     "StoreClosed",
     "StoreLocked",
     "StoreUnavailable",
+    "StoredRecord",
     "Subscription",
     "UnknownEvent",
     "UnknownEventClass",
@@ -68,6 +83,7 @@ __all__ = [
     "VersionConflict",
     "all_event_classes",
     "backend_for",
+    "check_expected_version",
     "default_registry",
     "event_tag",
     "open_store",
@@ -78,10 +94,12 @@ __all__ = [
 _BACKENDS = {
     "MemoryBackend": "clawlog.events.backends.memory",
     "SqliteBackend": "clawlog.events.backends.sqlite",
+    "PostgresBackend": "clawlog.events.backends.postgres",
 }
 
 if TYPE_CHECKING:
     from .backends.memory import MemoryBackend
+    from .backends.postgres import PostgresBackend
     from .backends.sqlite import SqliteBackend
 else:
 
@@ -89,7 +107,14 @@ else:
         module = _BACKENDS.get(name)
         if module is None:
             raise AttributeError(f"module 'clawlog.events' has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
+        try:
+            value = getattr(importlib.import_module(module), name)
+        except ImportError as exc:
+            if name != "PostgresBackend":  # asyncpg is the one optional dependency
+                raise
+            raise MissingDependency(
+                f"{name} needs asyncpg: pip install 'clawlog[postgres]'"
+            ) from exc
         globals()[name] = value
         return value
 

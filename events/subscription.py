@@ -14,35 +14,15 @@ import asyncio
 from collections import deque
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Protocol
 
-from .backends.base import StorageBackend
 from .envelope import RecordedEvent
 from .errors import StoreClosed, StoreUnavailable
 from .logging import get_logger
+from .reading import EventSource
 
-__all__ = ["EventSource", "Subscription"]
+__all__ = ["Subscription"]
 
 _log = get_logger(__name__)
-
-
-class EventSource(Protocol):
-    """What a subscription reads: decoded events by position, and the backend to wait on."""
-
-    @property
-    def closed(self) -> bool: ...
-
-    @property
-    def backend(self) -> StorageBackend: ...
-
-    async def read_all(
-        self,
-        from_position: int = 1,
-        limit: int = 1000,
-        *,
-        stream_prefix: str | None = None,
-        types: Sequence[str] | None = None,
-    ) -> list[RecordedEvent]: ...
 
 
 class Subscription:

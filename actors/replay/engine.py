@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from clawlog.events import RecordedEvent
+from clawlog.events import LogReader, RecordedEvent
 from clawlog.events.logging import get_logger
 from clawlog.events.streams import agent_stream, session_stream
 from clawlog.tools import ApprovalConfig, PolicyConfig
@@ -32,7 +32,6 @@ from ..system import System
 from .compare import Divergence, compare_turn
 from .prompt import recorded_prompt
 from .recording import (
-    LogReader,
     RecordedTurn,
     config_before,
     parse_turns,

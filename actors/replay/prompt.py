@@ -6,6 +6,7 @@ application's own) are not rebuilt: pass ``rerun(prompt=...)``, or read the
 
 from __future__ import annotations
 
+from clawlog.events import LogReader
 from clawlog.events.domain.team import TeamCreated
 
 from ..agents.config import AgentConfig
@@ -13,7 +14,6 @@ from ..agents.gateway import CallerContext
 from ..agents.prompt import PromptBuilder, PromptSection
 from ..teams.messages import TeamView
 from ..teams.prompt import team_md
-from .recording import LogReader
 
 __all__ = ["recorded_prompt"]
 

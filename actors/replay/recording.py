@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 
-from clawlog.events import Event, RecordedEvent
+from clawlog.events import Event, LogReader, RecordedEvent
 from clawlog.events.domain.agent import AgentRegistered
 from clawlog.events.domain.session import (
     ChatMessage,
@@ -42,7 +42,6 @@ from ..agents.session_state import SessionState, apply_session_event
 from ..errors import NothingRecorded
 
 __all__ = [
-    "LogReader",
     "RecordedCall",
     "RecordedIteration",
     "RecordedTurn",
@@ -53,23 +52,6 @@ __all__ = [
 ]
 
 _PAGE = 1000
-
-
-class LogReader(Protocol):
-    """What the engine reads from a log: an ``EventStore`` or a System's ``HubStore``."""
-
-    async def read_stream(
-        self, stream: str, from_version: int = 1, limit: int | None = None
-    ) -> list[RecordedEvent]: ...
-
-    async def read_all(
-        self,
-        from_position: int = 1,
-        limit: int = 1000,
-        *,
-        stream_prefix: str | None = None,
-        types: Sequence[str] | None = None,
-    ) -> list[RecordedEvent]: ...
 
 
 @dataclass

@@ -13,7 +13,7 @@ them. One call leaves, in order::
         └── tool.call_started → tool.call_completed | tool.call_failed
 
 ``tool.allowlist_changed`` records allow-always answers and operator edits: folding it
-(``tools.ApprovalState``) rebuilds an agent's approvals allowlist after a restart.
+(``tools.approvals.ApprovalState``) rebuilds an agent's approvals allowlist after a restart.
 """
 
 from __future__ import annotations

@@ -35,3 +35,17 @@ def test_importing_the_log_loads_no_backend(statement: str) -> None:
 def test_naming_a_backend_loads_it() -> None:
     loaded = loaded_after("from clawlog.events import SqliteBackend")
     assert "aiosqlite" in loaded and "asyncpg" not in loaded
+
+
+def test_the_postgres_backend_without_asyncpg_is_a_missing_dependency() -> None:
+    # sys.modules[name] = None is how Python spells "this package is not installed".
+    code = (
+        "import sys; sys.modules['asyncpg'] = None\n"
+        "from clawlog.events import MissingDependency\n"
+        "try:\n"
+        "    from clawlog.events import PostgresBackend\n"
+        "except MissingDependency as exc:\n"
+        "    print('missing:', exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "missing: PostgresBackend needs asyncpg: pip install 'clawlog[postgres]'" in done.stdout
