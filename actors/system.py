@@ -429,10 +429,8 @@ class System:
             EventStoreError: with ``channel`` and ``chat_id``, the handoff route could not
                 be read.
         """
-        self._check_open()
+        self._check_session(agent, session_key)
         limits = self.limits
-        check_agent_key(agent)
-        check_session_key(session_key)
         check_text(text, limits)
         for name, value in (("channel", channel), ("chat_id", chat_id), ("user", user)):
             check_name(value, name, limits)
@@ -484,9 +482,7 @@ class System:
             AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask` (no answer
                 in time; the event store is unreachable; the handler failed).
         """
-        self._check_open()
-        check_agent_key(agent)
-        check_session_key(session_key)
+        self._check_session(agent, session_key)
         check_name(by, "by", self.limits, required=True)
         return await self._agent(agent).ask(CancelTurn(session_key=session_key, by=by))  # type: ignore[no-any-return]
 
@@ -511,9 +507,7 @@ class System:
             AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask` (no answer
                 in time; the event store is unreachable; the handler failed).
         """
-        self._check_open()
-        check_agent_key(agent)
-        check_session_key(session_key)
+        self._check_session(agent, session_key)
         check_name(call_id, "call_id", self.limits, required=True)
         check_decision(decision)
         check_name(by, "by", self.limits, required=True)
@@ -530,9 +524,7 @@ class System:
             AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask` (no answer
                 in time; the event store is unreachable; the handler failed).
         """
-        self._check_open()
-        check_agent_key(agent)
-        check_session_key(session_key)
+        self._check_session(agent, session_key)
         return await self._agent(agent).ask(GetSessionStatus(session_key=session_key))  # type: ignore[no-any-return]
 
     def _agent(self, agent: str) -> ActorHandle[Any]:
@@ -783,6 +775,12 @@ class System:
     def _check_open(self) -> None:
         if self._closed or self.runtime.closing:
             raise SystemClosed("the System is closed")
+
+    def _check_session(self, agent: str, session_key: str) -> None:
+        """The prologue of every per-session call: open, a valid agent and session key."""
+        self._check_open()
+        check_agent_key(agent)
+        check_session_key(session_key)
 
 
 class _Opener:

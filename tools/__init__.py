@@ -3,64 +3,51 @@ loop detection and the pipeline that runs every call and describes it as events.
 
     registry = ToolRegistry(builtin_tools())
     pipeline = ToolPipeline(registry)
-    decision = pipeline.begin(ctx, call_id, "echo", {"message": "hi"})  # append its events
-    outcome = await pipeline.execute(decision.plan)                     # append these too
+    ctx = ToolContext(agent="main", session_key="s1")
+    decision = pipeline.begin(ctx, "call-1", "echo", {"message": "hi"})  # append its events
+    if isinstance(decision, Ready):  # else Refused (read .result) or NeedsApproval
+        outcome = await pipeline.execute(decision.plan)                  # append these too
+
+or, deciding, asking and recording in one coroutine (for embedders, tests, benchmarks)::
+
+    sink = RecordingSink()
+    result = await run_tool_call(pipeline, ctx, "echo", {"message": "hi"}, sink)
 
 ``tools`` imports ``events`` and never ``actors``; it never writes to the event store.
 """
+
+from clawlog.events.domain.tool import ApprovalDecision
 
 from .approvals import AllowlistEntry, ApprovalConfig
 from .base import BaseTool, FunctionTool, Tool, ToolDomain
 from .builtins import builtin_tools
 from .context import ToolContext
+from .decisions import ApprovalRequest, Decision, NeedsApproval, Outcome, Ready, Refused, ToolPlan
 from .deny import match_deny_pattern
+from .driver import EventSink, RecordingSink, StoreSink, run_tool_call
 from .errors import (
     ApprovalError,
     ArgumentError,
-    CommandDenied,
-    CommandParseError,
-    CommandTimedOut,
     DuplicateTool,
-    EditRejected,
-    ExecError,
     ExecutionFailed,
     ExternalServiceError,
-    FileNotFound,
-    FileTooLarge,
     InvalidParameters,
     InvalidSchema,
-    NotAFile,
     NotAuthorized,
-    OldStringNotFound,
-    OldStringNotUnique,
-    PatchRejected,
-    PathDenied,
-    PathRefused,
-    PathTraversal,
     PolicyError,
-    ProcessFinished,
-    ProcessLimit,
     ProtectedName,
     RateLimited,
     RegistryError,
-    SandboxClosed,
     SandboxError,
-    SandboxFailure,
-    SandboxRefused,
-    SandboxUnavailable,
-    SearchTimedOut,
     ToolCallError,
     ToolError,
     ToolTimeout,
-    UnknownProcess,
     UnknownTool,
-    VirtualStoreUnavailable,
-    WorkspaceError,
 )
 from .groups import PROFILES, TOOL_GROUPS
 from .loops import LoopDetectionConfig
 from .pipeline import ToolPipeline
-from .policy import STEPS as POLICY_STEPS
+from .policy import POLICY_STEPS
 from .policy_config import PolicyConfig, ProviderToolPolicy, ToolPolicy
 from .ratelimit import RateLimitConfig
 from .registry import PROTECTED_NAMES, ToolDefinition, ToolRegistry
@@ -74,49 +61,38 @@ __all__ = [
     "TOOL_GROUPS",
     "AllowlistEntry",
     "ApprovalConfig",
+    "ApprovalDecision",
     "ApprovalError",
+    "ApprovalRequest",
     "ArgumentError",
     "BaseTool",
-    "CommandDenied",
-    "CommandParseError",
-    "CommandTimedOut",
+    "Decision",
     "DuplicateTool",
-    "EditRejected",
     "ErrorKind",
-    "ExecError",
+    "EventSink",
     "ExecutionFailed",
     "ExternalServiceError",
-    "FileNotFound",
-    "FileTooLarge",
     "FunctionTool",
     "InvalidParameters",
     "InvalidSchema",
     "LoopDetectionConfig",
-    "NotAFile",
+    "NeedsApproval",
     "NotAuthorized",
-    "OldStringNotFound",
-    "OldStringNotUnique",
-    "PatchRejected",
-    "PathDenied",
-    "PathRefused",
-    "PathTraversal",
+    "Outcome",
     "PolicyConfig",
     "PolicyError",
-    "ProcessFinished",
-    "ProcessLimit",
     "ProtectedName",
     "ProviderToolPolicy",
     "RateLimitConfig",
     "RateLimited",
+    "Ready",
+    "RecordingSink",
+    "Refused",
     "RegistryError",
-    "SandboxClosed",
     "SandboxError",
-    "SandboxFailure",
-    "SandboxRefused",
-    "SandboxUnavailable",
     "ScrubPattern",
     "Scrubber",
-    "SearchTimedOut",
+    "StoreSink",
     "Tool",
     "ToolCallError",
     "ToolContext",
@@ -124,14 +100,13 @@ __all__ = [
     "ToolDomain",
     "ToolError",
     "ToolPipeline",
+    "ToolPlan",
     "ToolPolicy",
     "ToolRegistry",
     "ToolResult",
     "ToolTimeout",
-    "UnknownProcess",
     "UnknownTool",
-    "VirtualStoreUnavailable",
-    "WorkspaceError",
     "builtin_tools",
     "match_deny_pattern",
+    "run_tool_call",
 ]

@@ -32,7 +32,7 @@ from .errors import PolicyError
 from .groups import PROFILES, canonical_group, groups_of
 from .policy_config import PolicyConfig, ToolPolicy
 
-__all__ = ["STEPS", "PolicyEngine", "PolicyExplanation", "PolicyStep", "PolicyStepTrace"]
+__all__ = ["POLICY_STEPS", "PolicyEngine", "PolicyExplanation", "PolicyStep", "PolicyStepTrace"]
 
 #: The policy steps, in the order they run.
 PolicyStep = Literal[
@@ -52,7 +52,7 @@ PolicyStep = Literal[
     "user_allowed_tools",
     "request_allow",
 ]
-STEPS: tuple[PolicyStep, ...] = get_args(PolicyStep)
+POLICY_STEPS: tuple[PolicyStep, ...] = get_args(PolicyStep)
 Effect = Literal["kept", "removed", "added", "skipped"]
 
 

@@ -11,21 +11,12 @@ import threading
 from collections.abc import Callable
 from typing import Protocol
 
+from clawlog.tools.workspace import CONTEXT_FILES
+
 from .config import AgentConfig
 from .gateway import CallerContext
 
-__all__ = ["CONTEXT_FILES", "ContextSource", "PromptBuilder", "PromptSection"]
-
-#: Seed 001 §3, in prompt order.
-CONTEXT_FILES = (
-    "SOUL.md",
-    "IDENTITY.md",
-    "AGENTS.md",
-    "TOOLS.md",
-    "HEARTBEAT.md",
-    "USER.md",
-    "BOOTSTRAP.md",
-)
+__all__ = ["ContextSource", "PromptBuilder", "PromptSection"]
 
 #: A section provider: returns (title, body) or None when it has nothing for this caller.
 PromptSection = Callable[[AgentConfig, CallerContext], "tuple[str, str] | None"]

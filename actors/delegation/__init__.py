@@ -1,7 +1,5 @@
 """Delegation links between agents, quality gates and the evaluate-optimize loop."""
 
-from clawlog.events.streams import link_stream
-
 from .directory import DelegationDirectory, Target
 from .messages import DelegationInfo
 
@@ -9,5 +7,4 @@ __all__ = [
     "DelegationDirectory",
     "DelegationInfo",
     "Target",
-    "link_stream",
 ]

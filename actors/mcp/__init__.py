@@ -22,17 +22,22 @@ log is the read model ``projections.McpHealth`` (``McpHealthReader``, ``clawlog 
 
 from .api import McpServers, mcp_servers
 from .config import McpServerConfig, Transport, load_servers_file
-from .grants import EVERYONE, AccessRequest, Grant
+from .gateway import McpGateway
+from .grants import EVERYONE, AccessRequest, AccessRequestStatus, Grant
 from .state import ConnectionState, McpServerStatus
+from .tool import McpTool
 
 __all__ = [
     "EVERYONE",
     "AccessRequest",
+    "AccessRequestStatus",
     "ConnectionState",
     "Grant",
+    "McpGateway",
     "McpServerConfig",
     "McpServerStatus",
     "McpServers",
+    "McpTool",
     "Transport",
     "load_servers_file",
     "mcp_servers",

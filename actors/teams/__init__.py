@@ -1,7 +1,5 @@
 """Teams: a Team actor per team with a task board and a mailbox (seed 001 §8)."""
 
-from clawlog.events.streams import team_stream
-
 from .board import MailItem, TaskItem
 from .messages import TeamView
 from .team import Team
@@ -11,5 +9,4 @@ __all__ = [
     "TaskItem",
     "Team",
     "TeamView",
-    "team_stream",
 ]

@@ -1,7 +1,7 @@
 """Every stream family keeps its name format: the names are in every log ever written.
 
 ``clawlog.events.streams`` is the one place a stream name is built; these pin each
-family's format, and the old import paths that still re-export them.
+family's format, and that no other package re-exports them.
 """
 
 from __future__ import annotations
@@ -58,15 +58,23 @@ def test_a_handoff_route_needs_a_channel_and_a_chat() -> None:
         streams.handoff_stream("", "42")
 
 
-def test_the_package_exports_are_the_same_functions() -> None:
-    from clawlog.actors.agents import agent_stream, session_stream
-    from clawlog.actors.delegation import link_stream
-    from clawlog.actors.teams import team_stream
+@pytest.mark.parametrize(
+    ("package", "name"),
+    [
+        ("clawlog.actors.agents", "agent_stream"),
+        ("clawlog.actors.agents", "session_stream"),
+        ("clawlog.actors.delegation", "link_stream"),
+        ("clawlog.actors.teams", "team_stream"),
+    ],
+)
+def test_stream_names_have_one_home(package: str, name: str) -> None:
+    # clawlog.events.streams is the one home of every stream name: no package re-exports them.
+    import importlib
 
-    assert agent_stream is streams.agent_stream
-    assert session_stream is streams.session_stream
-    assert link_stream is streams.link_stream
-    assert team_stream is streams.team_stream
+    assert hasattr(streams, name)
+    module = importlib.import_module(package)
+    assert name not in module.__all__
+    assert not hasattr(module, name)
 
 
 def test_standalone_tool_stores_keep_their_default_streams(tmp_path: Any) -> None:
