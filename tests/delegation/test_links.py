@@ -161,6 +161,11 @@ async def test_a_restart_records_running_delegations_as_interrupted(tmp_path: Pa
     system, ports, _ = await setup(tmp_path)
     await system.link_agents("boss", "worker")
     info = await ports.delegate(ctx(), "worker", "slow and doomed", mode="async")
+    stream = f"session/worker/delegate-{info.delegation_id}"
+    async with system.store.subscribe(1, stream_prefix=stream) as events:
+        async for recorded in events:  # the target's turn is running: its model waits
+            if recorded.type == "session.model_requested":
+                break
     await system.close()
     system, ports, worker = await setup(tmp_path)
     async with system:
@@ -173,7 +178,6 @@ async def test_a_restart_records_running_delegations_as_interrupted(tmp_path: Pa
             "interrupted",
         )
         # The target's turn is not run again for nobody: it ends as interrupted too.
-        stream = f"session/worker/delegate-{info.delegation_id}"
         async with system.store.subscribe(1, stream_prefix=stream) as events:
             async for recorded in events:
                 if recorded.type.startswith("session.turn_") and recorded.type != (
