@@ -17,6 +17,7 @@ from .errors import (
     ProjectionError,
     ProjectionFailed,
     ReadModelsUnavailable,
+    RebuildFailed,
 )
 from .read_models.actor_lifecycle import ActorLifecycle, ActorLifecycleReader
 from .read_models.delegations import DelegationReader, Delegations
@@ -63,6 +64,7 @@ __all__ = [
     "ReadModels",
     "ReadModelsUnavailable",
     "Reader",
+    "RebuildFailed",
     "SessionHistoryReader",
     "StreamCatalogReader",
     "SubagentTaskReader",

@@ -25,15 +25,13 @@ from rich.progress import (
 )
 
 from clawlog.events import EventStore
-from clawlog.events.logging import get_logger
 
 from ._db import connect_views, on_thread
 from .base import Projection
+from .errors import ProjectionFailed, RebuildFailed
 from .runner import ProjectionRunner
 
 __all__ = ["rebuild"]
-
-_log = get_logger(__name__)
 
 
 async def rebuild(
@@ -49,7 +47,13 @@ async def rebuild(
     ``target``; return the position the rebuilt read models reached.
 
     Other projections in ``target`` are left alone. A progress bar (rich) goes to
-    stderr unless ``show_progress`` is false."""
+    stderr unless ``show_progress`` is false.
+
+    Raises :class:`RebuildFailed` if any projection failed during the rebuild: its
+    ``failures`` name each failed projection with the position of the event its handler
+    raised on, and the error; ``position`` is what the others reached. The read models
+    are swapped in all the same (a failed one as failed, which its readers report), so
+    the healthy ones are current and the cause can be fixed before the next rebuild."""
     target = Path(target)
     building = target.with_name(target.name + ".rebuilding")
     _remove(building, "", "-journal", "-wal", "-shm")
@@ -73,17 +77,16 @@ async def rebuild(
                     lambda done, total: progress.update(task, completed=done, total=total)
                 )
                 await runner.create_deferred_indexes()
-                failed = [s for s in runner.statuses() if s.status != "ok"]
-            for status in failed:
-                _log.warning(
-                    "projection failed during the rebuild",
-                    projection=status.name,
-                    position=status.failed_at,
-                    error=status.error,
+                failures = tuple(
+                    ProjectionFailed(s.name, s.failed_at or 0, s.error or "")
+                    for s in runner.statuses()
+                    if s.status != "ok"
                 )
             await _swap(building, target, projections)
     finally:
         _remove(building, "", "-journal")
+    if failures:
+        raise RebuildFailed(position, failures)
     return position
 
 

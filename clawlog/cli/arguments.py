@@ -36,8 +36,9 @@ output:
   timeline). Log messages and errors go to stderr only, so stdout always parses.
 
 exit status:
-  0 done, 1 a replay --rerun diverged (or stdout was closed early), 2 a usage
-  error or a problem with the log (one line on stderr), 130 interrupted."""
+  0 done, 1 a replay --rerun diverged, a projection failed during a rebuild (or
+  stdout was closed early), 2 a usage error or a problem with the log (one line on
+  stderr), 130 interrupted."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -280,7 +281,8 @@ _COMMANDS: tuple[tuple[str, str, str, Callable[[argparse.ArgumentParser], None] 
         "rebuild",
         "rebuild every read model from position 1, then swap it in atomically",
         "The readers keep their read models up to date on their own; rebuild after a "
-        "projection failed or changed. --json prints {views, position}.",
+        "projection failed or changed. Exits with status 1, one line per failed projection "
+        "on stderr, if a projection fails again. --json prints {views, position, failed}.",
         _add_rebuild,
     ),
     (

@@ -89,7 +89,13 @@ async def _mcp(store: EventStore, args: argparse.Namespace) -> int:
 
 
 async def _rebuild(store: EventStore, args: argparse.Namespace) -> int:
-    from clawlog.projections import ALL_PROJECTIONS, ProjectionError, rebuild
+    from clawlog.projections import (
+        ALL_PROJECTIONS,
+        ProjectionError,
+        ProjectionFailed,
+        RebuildFailed,
+        rebuild,
+    )
 
     from .logfile import describe
     from .render import emit_json
@@ -99,15 +105,26 @@ async def _rebuild(store: EventStore, args: argparse.Namespace) -> int:
     views = args.views or str(default_views_path(store))
     projections = [p() for p in ALL_PROJECTIONS]
     progress = not args.json and sys.stderr.isatty()  # a bar is for people watching
+    failures: tuple[ProjectionFailed, ...] = ()
     try:
         head = await rebuild(store, views, projections, show_progress=progress)
+    except RebuildFailed as exc:
+        head, failures = exc.position, exc.failures
     except (ProjectionError, OSError) as exc:  # a foreign or unwritable views file
         raise CliError(describe(views, exc)) from exc
+    for failure in failures:
+        sys.stderr.write(
+            f"rebuild: projection {failure.name} failed at position {failure.position}: "
+            f"{failure.error}\n"
+        )
     if args.json:
-        emit_json({"views": views, "position": head})
-    else:
+        failed = [
+            {"projection": f.name, "position": f.position, "error": f.error} for f in failures
+        ]
+        emit_json({"views": views, "position": head, "failed": failed})
+    elif not failures:
         print(f"rebuilt {views} up to position {head}")
-    return 0
+    return 1 if failures else 0
 
 
 async def _replay(store: EventStore, args: argparse.Namespace) -> int:

@@ -72,25 +72,33 @@ class SqliteBackend:
     async def open(self) -> None:
         if self._state != "unopened":
             raise EventStoreError(f"this SqliteBackend is {self._state}; create a new one")
-        if self.read_only:
-            if not self.path.exists():
-                raise EventStoreError(f"{self.path} does not exist")
-            try:
+        # One handler for the whole sequence: whatever fails after the lock is taken (a full
+        # disk, a cancelled task, a foreign file) closes what was opened and unlocks.
+        try:
+            if self.read_only:
+                if not self.path.exists():
+                    raise EventStoreError(f"{self.path} does not exist")
                 await self._open_reader(f"file:{self.path}?mode=ro")
-            except BaseException:
-                await self._close_connections()
-                raise
-        else:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._lock.acquire()
-            try:
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._lock.acquire()
                 await self._open_writer()
                 await self._open_reader(str(self.path))
-            except BaseException:
-                await self._close_connections()
-                self._lock.release(discard=True)
-                raise
+        except BaseException as exc:
+            await self._abandon_open()
+            if isinstance(exc, OSError | sqlite3.Error):
+                raise StoreUnavailable(f"cannot open {self.path}: {_cause(exc)}") from exc
+            raise
         self._state = "open"
+
+    async def _abandon_open(self) -> None:
+        """Undo a failed open; the open's own error is the one the caller needs to see."""
+        try:
+            await self._close_connections()
+        except Exception as exc:
+            _log.warning("closing after a failed open failed", path=str(self.path), error=repr(exc))
+        finally:
+            self._lock.release(discard=True)
 
     async def _open_writer(self) -> None:
         self._batch = BatchWriter(self._max_batch)
@@ -280,6 +288,13 @@ async def _connect(database: str, *, uri: bool = False) -> aiosqlite.Connection:
         return await aiosqlite.connect(database, uri=uri, isolation_level=None)
     except sqlite3.Error as exc:
         raise EventStoreError(f"cannot open {database}: {exc}") from exc
+
+
+def _cause(exc: OSError | sqlite3.Error) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f" ({exc.filename})" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    return str(exc)
 
 
 def _not_open(*_: object) -> Any:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import filelock
 
-from ..errors import NotAClawlogDatabase, StoreLocked
+from ..errors import NotAClawlogDatabase, StoreLocked, StoreUnavailable
 
 __all__ = [
     "APPLICATION_ID",
@@ -22,6 +22,8 @@ __all__ = [
 #: ``PRAGMA application_id`` of every clawlog file: "claw" in ASCII.
 APPLICATION_ID = 0x636C6177
 SCHEMA_VERSION = 1
+#: Primary SQLite result codes that mean the file itself is not a usable database.
+_FOREIGN_FILE_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -60,7 +62,11 @@ def check_schema(conn: sqlite3.Connection, path: str) -> bool:
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
     except sqlite3.DatabaseError as exc:
-        raise NotAClawlogDatabase(f"{path} is not a clawlog event log ({exc})") from exc
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code is None or code & 0xFF in _FOREIGN_FILE_CODES:
+            raise NotAClawlogDatabase(f"{path} is not a clawlog event log ({exc})") from exc
+        # A full disk or an I/O error says nothing about what the file is.
+        raise StoreUnavailable(f"cannot read {path}: {exc}") from exc
     if app_id == APPLICATION_ID:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
@@ -103,6 +109,9 @@ class WriterLock:
         self._created = False
 
     def acquire(self) -> None:
+        """Take the lock or raise :class:`StoreLocked`; any other failure (the pid cannot be
+        written to a full disk, the directory is read-only) leaves it released and raises
+        :class:`StoreUnavailable`."""
         created = not self.path.exists()
         try:
             self._lock.acquire()
@@ -111,6 +120,12 @@ class WriterLock:
                 f"{self.path.with_suffix('')} is already open for writing by another "
                 f"store (pid {self._holder()}); open it read-only or close the other one first"
             ) from exc
+        except BaseException as exc:
+            self._created = created
+            self.release(discard=True)  # filelock may not roll back a failed on_acquired hook
+            if isinstance(exc, OSError):
+                raise StoreUnavailable(f"cannot lock {self.path}: {exc.strerror or exc}") from exc
+            raise
         self._created = created
 
     def _holder(self) -> str:

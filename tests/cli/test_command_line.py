@@ -109,9 +109,9 @@ def test_clawlogs_log_records_go_to_stderr_and_json_still_parses(tmp_path: Path)
     log = tmp_path / "broken.db"
     corrupt_board(log)
     done = clawlog("rebuild", "--db", str(log), "--json")
-    assert done.returncode == 0, done.stderr
-    assert set(json.loads(done.stdout)) == {"views", "position"}
-    assert "clawlog: WARNING clawlog.projections.rebuild: projection failed" in done.stderr
+    assert done.returncode == 1, done.stderr  # the board failed (tests/cli/test_rebuild_*)
+    assert set(json.loads(done.stdout)) == {"views", "position", "failed"}
+    assert "clawlog: ERROR clawlog.projections.runner: projection failed" in done.stderr
     quiet = clawlog("rebuild", "--db", str(log), "--json", "-q")
     assert "WARNING" not in quiet.stderr and "ERROR" in quiet.stderr
     assert quiet.stdout.startswith("{")
