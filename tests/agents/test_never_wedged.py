@@ -10,6 +10,7 @@ trigger or a bad row written into the real SQLite file, a real PostgreSQL server
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sqlite3
 import time
@@ -210,12 +211,16 @@ def pg_url() -> str:
 
 
 async def send_when_back(system: System, session: str, text: str) -> str:
-    """Send until the store answers again (the application's retry after an outage)."""
-    for _ in range(600):
-        try:
-            return await system.send("main", session, text, timeout=60)
-        except ActorUnavailable:
-            await asyncio.sleep(0.1)
+    """Send once the actors are back (the application's retry after an outage): an actor
+    that waited for the store records ``actor.restarted`` when it has recovered, so each
+    recovery is a moment to try again, and the last one lets the send through."""
+    async with asyncio.timeout(120):
+        async with system.store.subscribe(1, types=["actor.restarted"]) as restarts:
+            with contextlib.suppress(ActorUnavailable):
+                return await system.send("main", session, text, timeout=60)
+            async for _ in restarts:
+                with contextlib.suppress(ActorUnavailable):
+                    return await system.send("main", session, text, timeout=60)
     raise AssertionError("the session never served again")
 
 
@@ -249,6 +254,8 @@ async def test_a_store_outage_fails_sends_promptly_and_the_session_serves_after_
                     refused += 1
                 if time.monotonic() >= deadline:
                     break
+                # Paces the probes over an outage of a chosen length (scripts/long_outage.sh
+                # makes it minutes); nothing is awaited here: every probe has its answer.
                 await asyncio.sleep(0.2)
             # The agent itself cannot record a new config: it waits for the store too.
             with pytest.raises(ActorUnavailable):
