@@ -32,8 +32,6 @@ from clawlog.events.folds.mcp import (
     ConnectionState,
     ServerConnection,
     fold_connection,
-    request_scope,
-    review_status,
 )
 
 from .grants import AccessRequest, Grant
@@ -145,7 +143,7 @@ def apply_mcp_event(state: McpServerState, event: Event, at: float = 0.0) -> Mcp
             state.requests[event.request_id] = AccessRequest(
                 request_id=event.request_id,
                 server=event.server,
-                scope=request_scope(event),
+                scope=event.scope,
                 subject=event.subject,
                 tool_allow=event.tool_allow,
                 reason=event.reason,
@@ -155,7 +153,7 @@ def apply_mcp_event(state: McpServerState, event: Event, at: float = 0.0) -> Mcp
             found = state.requests.get(event.request_id)
             if found is not None:
                 state.requests[event.request_id] = msgspec.structs.replace(
-                    found, status=review_status(event), reviewed_by=event.by, note=event.note
+                    found, status=event.decision, reviewed_by=event.by, note=event.note
                 )
     return state
 

@@ -9,8 +9,8 @@ The McpConnection actor decides on it (its state, ``actors.mcp.state.McpServerSt
 extends :class:`ServerConnection`); the MCP health read model (``projections.McpHealth``)
 keeps one row of it per server. Both fold with :func:`fold_connection`, so the live
 status and ``clawlog mcp`` follow one set of rules. Grants and access requests are kept
-apart by each side (dicts for the actor, tables for the projection); the two rules they
-share are :func:`request_scope` and :func:`review_status`.
+apart by each side (dicts for the actor, tables for the projection); their events carry
+the scope and the decision as Literal fields, so there is no rule left to share.
 """
 
 from __future__ import annotations
@@ -21,16 +21,12 @@ import msgspec
 
 from ..base import Event
 from ..domain.mcp import (
-    McpAccessDecision,
-    McpAccessRequested,
-    McpAccessReviewed,
     McpCallTimedOut,
     McpConnected,
     McpConnectFailed,
     McpConnecting,
     McpDisconnected,
     McpFailed,
-    McpGrantScope,
     McpReconnectScheduled,
     McpServerConfigured,
     McpServerEnabledChanged,
@@ -44,8 +40,6 @@ __all__ = [
     "ConnectionState",
     "ServerConnection",
     "fold_connection",
-    "request_scope",
-    "review_status",
 ]
 
 ConnectionState = Literal[
@@ -157,11 +151,3 @@ def _move(connection: ServerConnection, to: ConnectionState, at: float) -> None:
 def _error(connection: ServerConnection, kind: str, message: str, at: float) -> None:
     connection.last_error, connection.last_error_kind = message, kind
     connection.last_error_at = at
-
-
-def request_scope(event: McpAccessRequested) -> McpGrantScope:
-    return "user" if event.scope == "user" else "agent"
-
-
-def review_status(event: McpAccessReviewed) -> McpAccessDecision:
-    return "approved" if event.decision == "approved" else "rejected"

@@ -25,8 +25,6 @@ from clawlog.events.folds.mcp import (
     ConnectionState,
     ServerConnection,
     fold_connection,
-    request_scope,
-    review_status,
 )
 
 from ..readers import Reader, where
@@ -200,7 +198,7 @@ def _access(conn: sqlite3.Connection, server: str, tag: str, event: Any) -> None
                 (
                     server,
                     event.request_id,
-                    request_scope(event),
+                    event.scope,
                     event.subject,
                     _json_or_none(event.tool_allow),
                     event.reason,
@@ -211,7 +209,7 @@ def _access(conn: sqlite3.Connection, server: str, tag: str, event: Any) -> None
             conn.execute(
                 "UPDATE mcp_access_requests SET status = ?, reviewed_by = ?, note = ? "
                 "WHERE server = ? AND request_id = ?",
-                (review_status(event), event.by, event.note, server, event.request_id),
+                (event.decision, event.by, event.note, server, event.request_id),
             )
 
 

@@ -179,3 +179,18 @@ def _read(conn: socket.socket, size: int) -> bytes:
             raise OSError("closed")
         data += chunk
     return data
+
+
+#: Every command that reads a log, with the arguments the demo log answers.
+READERS = [
+    ("tail",),
+    ("history", "lead", "demo-user"),
+    ("board", "release"),
+    ("routes",),
+    ("delegations",),
+    ("audit",),
+    ("mcp",),
+    ("rebuild",),
+    ("replay",),
+    ("replay", "--rerun", "lead", "demo-user"),
+]

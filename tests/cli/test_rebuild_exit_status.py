@@ -15,7 +15,7 @@ from clawlog.events.domain.team import TeamTaskCreated
 from clawlog.projections import ALL_PROJECTIONS, RebuildFailed, rebuild
 from clawlog.projections.testing import dump_tables
 
-from .support import clawlog, write_board
+from .support import READERS, clawlog, write_board
 
 #: SQLite's own words when the task board gets the same task twice.
 _DUPLICATE = "IntegrityError: UNIQUE constraint failed: task_boards.team, task_boards.task_id"
@@ -101,19 +101,7 @@ def demo_log(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.mark.parametrize(
     "command",
-    [
-        ("tail",),
-        ("history", "lead", "demo-user"),
-        ("board", "release"),
-        ("routes",),
-        ("delegations",),
-        ("audit",),
-        ("mcp",),
-        ("rebuild",),
-        ("replay",),
-        ("replay", "--as-of", "999999", "--stream", "team/release"),
-        ("replay", "--rerun", "lead", "demo-user"),
-    ],
+    [*READERS, ("replay", "--as-of", "999999", "--stream", "team/release")],
     ids=" ".join,
 )
 def test_debug_logs_go_to_stderr_never_into_json_on_stdout(

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from .support import (
+    READERS,
     ROOT,
     assert_user_error,
     clawlog,
@@ -15,19 +16,6 @@ from .support import (
     refusing_postgres,
     write_log,
 )
-
-READERS = [
-    ("tail",),
-    ("history", "lead", "demo-user"),
-    ("board", "release"),
-    ("routes",),
-    ("delegations",),
-    ("audit",),
-    ("mcp",),
-    ("rebuild",),
-    ("replay",),
-    ("replay", "--rerun", "lead", "demo-user"),
-]
 
 
 @pytest.fixture(scope="module")
