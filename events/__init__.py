@@ -7,6 +7,8 @@ Backends load when opened (``open_store``) or when their name is first used here
 ``from clawlog.events import Event`` does not import aiosqlite or the SQLite writer.
 ``clawlog.events.testing`` holds the store contract suite for third-party backends.
 ``clawlog.events.streams`` builds every stream name (one function per stream family).
+``LogPages`` walks the log a page at a time in bounded memory, and through damaged rows
+when asked (``skip_corrupt``).
 """
 
 from __future__ import annotations
@@ -35,12 +37,14 @@ from .errors import (
     NotAClawlogDatabase,
     PayloadTooLarge,
     StoreClosed,
+    StoreDamaged,
     StoreLocked,
     StoreUnavailable,
     UnknownEventClass,
     VersionConflict,
 )
 from .open import backend_for, open_store
+from .pages import LogPages
 from .reading import EventSource, LogReader
 from .registry import EventRegistry, Upcaster
 from .store import EventStore, Snapshot, validate_stream
@@ -60,6 +64,7 @@ __all__ = [
     "InvalidAppend",
     "InvalidEvent",
     "LeaseBackend",
+    "LogPages",
     "LogReader",
     "MemoryBackend",
     "MissingDependency",
@@ -73,6 +78,7 @@ __all__ = [
     "SqliteBackend",
     "StorageBackend",
     "StoreClosed",
+    "StoreDamaged",
     "StoreLocked",
     "StoreUnavailable",
     "StoredRecord",

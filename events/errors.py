@@ -5,6 +5,8 @@ EventStoreError
  ├── StoreUnavailable       the backend cannot be reached (connection lost, disk gone)
  ├── StoreLocked            another process holds the write lock of this SQLite file
  ├── NotAClawlogDatabase    the file or database is something else
+ ├── StoreDamaged           the log's file is damaged: SQLite cannot read a page, or a
+ │                          table/column is missing (names the position where known)
  ├── MissingDependency      a backend's optional package is not installed (also an ImportError)
  ├── InvalidAppend          bad input to append(); nothing was written
  │    ├── InvalidEvent       a field's value does not match its type (names event type and field)
@@ -12,10 +14,16 @@ EventStoreError
  │    └── UnknownEventClass  an event class was never registered
  ├── VersionConflict        expected_version did not match the stream's version
  ├── IdempotencyKeyReused   the key was first used for another stream
- └── CorruptEvent           a stored row cannot be decoded (names its position)
+ └── CorruptEvent           a stored row cannot be decoded (names its position; carries
+                            the good events of the same read before it)
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .envelope import RecordedEvent
 
 __all__ = [
     "CorruptEvent",
@@ -27,6 +35,7 @@ __all__ = [
     "NotAClawlogDatabase",
     "PayloadTooLarge",
     "StoreClosed",
+    "StoreDamaged",
     "StoreLocked",
     "StoreUnavailable",
     "UnknownEventClass",
@@ -57,6 +66,30 @@ class StoreLocked(EventStoreError):
 
 class NotAClawlogDatabase(EventStoreError):
     """The file or database exists but is not a clawlog event log."""
+
+
+class StoreDamaged(EventStoreError):
+    """The log's file is damaged: SQLite cannot read a page, or a table or column is
+    missing. Unlike :class:`StoreUnavailable` this does not heal by waiting: retrying the
+    same read fails the same way.
+
+    ``position`` is where the failed read began to fail: the first position it had not
+    returned when it failed (its start if it returned nothing), so every row before it
+    was readable and the damage lies at or after it. None when the failure has no
+    position (the schema check, a read by stream). ``log`` names the file (or the
+    PostgreSQL schema); ``reason`` is the database's own words and what was being read.
+    :class:`~clawlog.events.LogPages` steps over damaged rows.
+    """
+
+    def __init__(self, log: str, position: int | None, reason: str) -> None:
+        where = f" at position {position}" if position is not None else ""
+        super().__init__(
+            f"the event log {log} is damaged{where}: {reason}; "
+            "run `clawlog doctor` on it to list every damaged position"
+        )
+        self.log = log
+        self.position = position
+        self.reason = reason
 
 
 class InvalidAppend(EventStoreError):
@@ -101,9 +134,22 @@ class VersionConflict(EventStoreError):
 
 
 class CorruptEvent(EventStoreError):
-    """A stored event cannot be decoded. Rows at other positions stay readable."""
+    """A stored event cannot be decoded. Rows at other positions stay readable.
 
-    def __init__(self, position: int, stream: str, type_: str, reason: str) -> None:
+    ``events`` holds the decoded events of the same read that come before the bad row
+    (empty if it was the first): a reader keeps them, then resumes at ``position + 1`` to
+    skip the row or at ``position`` to meet it again.
+    """
+
+    def __init__(
+        self,
+        position: int,
+        stream: str,
+        type_: str,
+        reason: str,
+        *,
+        events: list[RecordedEvent] | None = None,
+    ) -> None:
         super().__init__(
             f"corrupt event at position {position} (stream {stream!r}, type {type_!r}): {reason}"
         )
@@ -111,6 +157,7 @@ class CorruptEvent(EventStoreError):
         self.stream = stream
         self.type = type_
         self.reason = reason
+        self.events: list[RecordedEvent] = [] if events is None else events
 
 
 def _describe_expected(expected: int) -> str:

@@ -194,7 +194,11 @@ class EventStore:
     async def read_stream(
         self, stream: str, from_version: int = 1, limit: int | None = None
     ) -> list[RecordedEvent]:
-        """Events of ``stream`` from ``from_version`` (inclusive), in version order."""
+        """Events of ``stream`` from ``from_version`` (inclusive), in version order.
+
+        A row that does not decode raises :class:`CorruptEvent` (its position, and the
+        good events before it in ``events``); a damaged file :class:`StoreDamaged`.
+        """
         self._check_open()
         validate_stream(stream)
         rows = await self.backend.read_stream(stream, from_version, limit)
@@ -208,7 +212,14 @@ class EventStore:
         stream_prefix: str | None = None,
         types: Sequence[str] | None = None,
     ) -> list[RecordedEvent]:
-        """Up to ``limit`` events from ``from_position`` (inclusive) in global order."""
+        """Up to ``limit`` events from ``from_position`` (inclusive) in global order.
+
+        A row that does not decode raises :class:`CorruptEvent` naming its position, with
+        the good events of the page before it in ``events``; nothing after it is returned
+        (resume at ``position + 1`` to skip the row). A damaged file raises
+        :class:`StoreDamaged`. :class:`~clawlog.events.LogPages` walks the log page by
+        page and can step over both.
+        """
         self._check_open()
         if limit < 1:
             raise ValueError("limit must be at least 1")
@@ -222,13 +233,20 @@ class EventStore:
         stream_prefix: str | None = None,
         types: Sequence[str] | None = None,
         batch_size: int = 500,
+        skip_corrupt: bool = False,
     ) -> Subscription:
         """Catch up from ``from_position`` (inclusive), then follow live appends.
 
         Use as ``async with store.subscribe(p) as events: async for e in events: ...``.
+        A row that does not decode raises :class:`CorruptEvent` once the events before it
+        were delivered, and again at each later call (the subscription stays at it),
+        unless ``skip_corrupt``: then it is skipped, logged and listed in
+        ``subscription.skipped``.
         """
         self._check_open()
-        return Subscription(self, from_position, stream_prefix, _types(types), batch_size)
+        return Subscription(
+            self, from_position, stream_prefix, _types(types), batch_size, skip_corrupt=skip_corrupt
+        )
 
     async def stream_version(self, stream: str) -> int:
         """The stream's current version (0 if it has no events)."""
@@ -297,13 +315,29 @@ class EventStore:
                 for r in rows
             ]
         except DECODE_ERRORS:
-            # decode_row raises CorruptEvent for the bad row
-            return [decode_row(self.registry, r) for r in rows]
+            return self._decode_one_by_one(rows)
         get = classes.get
-        for i, recorded in enumerate(decoded):
-            cls = type(recorded.event)
-            if get(recorded.type) is not cls or recorded.schema_version < cls.schema_version:  # type: ignore[union-attr]
-                decoded[i] = decode_row(self.registry, rows[i])
+        i = 0
+        try:
+            for i, recorded in enumerate(decoded):
+                cls = type(recorded.event)
+                if get(recorded.type) is not cls or recorded.schema_version < cls.schema_version:  # type: ignore[union-attr]
+                    decoded[i] = decode_row(self.registry, rows[i])
+        except CorruptEvent as exc:  # an upcaster's output does not decode
+            exc.events = decoded[:i]
+            raise
+        return decoded
+
+    def _decode_one_by_one(self, rows: list[StoredRecord]) -> list[RecordedEvent]:
+        """The slow path of a page the fast pass refused: the first row that does not
+        decode raises :class:`CorruptEvent` carrying the good events before it."""
+        decoded: list[RecordedEvent] = []
+        for row in rows:
+            try:
+                decoded.append(decode_row(self.registry, row))
+            except CorruptEvent as exc:
+                exc.events = decoded
+                raise
         return decoded
 
     def _check_open(self) -> None:

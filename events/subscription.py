@@ -6,6 +6,12 @@ next read waits. Backends guarantee positions become visible in order.
 
 A subscription reads through the small :class:`EventSource` interface, which
 :class:`events.store.EventStore` satisfies, so this module does not import the store.
+
+A row that does not decode is not an outage: reading it again fails again. The events
+before it are delivered, then the subscription raises :class:`CorruptEvent` and stays at
+the row (each later call raises again), or, created with ``skip_corrupt``, logs it, lists
+it in ``skipped`` and goes on. :class:`StoreDamaged` (an unreadable page) is raised too,
+never waited out like :class:`StoreUnavailable`.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from collections.abc import Sequence
 from types import TracebackType
 
 from .envelope import RecordedEvent
-from .errors import StoreClosed, StoreUnavailable
+from .errors import CorruptEvent, StoreClosed, StoreUnavailable
 from .logging import get_logger
 from .reading import EventSource
 
@@ -36,6 +42,8 @@ class Subscription:
         types: Sequence[str] | None,
         batch_size: int,
         wait_timeout: float = 1.0,
+        *,
+        skip_corrupt: bool = False,
     ) -> None:
         self._store = store
         self._next = max(from_position, 1)
@@ -46,6 +54,9 @@ class Subscription:
         self._buffer: deque[RecordedEvent] = deque()
         self._closed = False
         self._failures = 0
+        self._skip_corrupt = skip_corrupt
+        #: Positions of the corrupt rows skipped (``skip_corrupt`` only), in order.
+        self.skipped: list[int] = []
 
     @property
     def next_position(self) -> int:
@@ -91,9 +102,13 @@ class Subscription:
         backend = self._store.backend
         head = await backend.head_position()
         if head >= self._next:
-            events = await self._store.read_all(
-                self._next, self._batch_size, stream_prefix=self._prefix, types=self._types
-            )
+            try:
+                events = await self._store.read_all(
+                    self._next, self._batch_size, stream_prefix=self._prefix, types=self._types
+                )
+            except CorruptEvent as exc:
+                self._take_corrupt(exc)
+                return
             if events:
                 self._buffer.extend(events)
                 self._next = events[-1].position + 1
@@ -104,6 +119,25 @@ class Subscription:
             if events:
                 return
         await backend.wait_for_append(self._next - 1, self._wait_timeout)
+
+    def _take_corrupt(self, exc: CorruptEvent) -> None:
+        """Deliver the good events before the corrupt row; then skip the row, or stop at
+        it, so the next read meets it again (and raises, with nothing before it)."""
+        self._buffer.extend(exc.events)
+        if self._skip_corrupt:
+            _log.warning(
+                "skipped a corrupt event",
+                position=exc.position,
+                stream=exc.stream,
+                type=exc.type,
+                reason=exc.reason,
+            )
+            self.skipped.append(exc.position)
+            self._next = exc.position + 1
+            return
+        self._next = exc.position
+        if not exc.events:
+            raise exc
 
     async def aclose(self) -> None:
         self._closed = True

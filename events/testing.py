@@ -31,6 +31,7 @@ from .base import Event, UnknownEvent
 from .domain import all_event_classes
 from .envelope import EventMetadata, NewRecord
 from .errors import (
+    CorruptEvent,
     IdempotencyKeyReused,
     InvalidAppend,
     MissingDependency,
@@ -39,6 +40,7 @@ from .errors import (
     VersionConflict,
 )
 from .open import open_store
+from .pages import LogPages
 from .registry import EventRegistry
 from .store import EventStore
 
@@ -387,3 +389,126 @@ class StoreContract:
             await store.append("s/c", [_noted(1)], expected_version=ANY)
         with pytest.raises(StoreClosed):
             await store.read_all()
+
+    # -- corrupt rows: a typed, positioned error that loses no good row -------------------
+    async def _log_with_a_corrupt_row(self, store: EventStore) -> None:
+        """Positions 1-3 good, 4 a payload that is not msgpack, 5-6 good; streams
+        alternate ``c/a`` (odd positions) and ``c/b`` (even positions)."""
+        for n in (1, 2, 3):
+            await store.append(f"c/{'ab'[(n - 1) % 2]}", [_noted(n)], expected_version=ANY)
+        await store.backend.append(
+            "c/b", [NewRecord("test.noted", 1, b"\xc1 not msgpack")], ANY, EventMetadata()
+        )
+        for n in (5, 6):
+            await store.append(f"c/{'ab'[(n - 1) % 2]}", [_noted(n)], expected_version=ANY)
+
+    async def test_a_corrupt_row_mid_page_raises_with_the_good_events_before_it(
+        self, store: EventStore
+    ) -> None:
+        await self._log_with_a_corrupt_row(store)
+        with pytest.raises(CorruptEvent, match="corrupt event at position 4") as info:
+            await store.read_all(1, 10)
+        assert (info.value.position, info.value.stream, info.value.type) == (4, "c/b", "test.noted")
+        assert [(e.position, e.event) for e in info.value.events] == [
+            (n, _noted(n)) for n in (1, 2, 3)
+        ]
+        assert [e.position for e in await store.read_all(info.value.position + 1)] == [5, 6]
+        with pytest.raises(CorruptEvent) as again:  # at the row itself: nothing before it
+            await store.read_all(4)
+        assert (again.value.position, again.value.events) == (4, [])
+        with pytest.raises(CorruptEvent) as filtered:
+            await store.read_all(1, stream_prefix="c/b")
+        assert [e.position for e in filtered.value.events] == [2]
+        with pytest.raises(CorruptEvent) as by_stream:
+            await store.read_stream("c/b")
+        assert by_stream.value.position == 4
+        assert [e.version for e in by_stream.value.events] == [1]
+        assert [e.position for e in await store.read_stream("c/b", 3)] == [6]
+
+    async def test_an_upcast_that_does_not_decode_is_corrupt_with_the_events_before_it(
+        self, store: EventStore
+    ) -> None:
+        await store.append("u/1", [_noted(1), _noted(2)], expected_version=NO_STREAM)
+        # Shaped like a current Memo, so the page's fast pass decodes it; its schema 1
+        # sends it through the upcaster, whose output does not decode.
+        old = msgspec.msgpack.encode({"type": "test.memo", "text": "x"})
+        await store.backend.append("u/1", [NewRecord("test.memo", 1, old)], 2, EventMetadata())
+        await store.append("u/1", [_noted(4)], expected_version=3)
+        store.registry.register_upcaster("test.memo", 1, lambda d: {**d, "text": 5})
+        with pytest.raises(CorruptEvent) as info:
+            await store.read_all()
+        assert info.value.position == 3
+        assert [e.position for e in info.value.events] == [1, 2]
+        assert [e.position for e in await store.read_all(4)] == [4]
+
+    async def test_a_subscription_delivers_the_good_events_then_stops_at_a_corrupt_row(
+        self, store: EventStore
+    ) -> None:
+        await self._log_with_a_corrupt_row(store)
+        async with store.subscribe(1) as subscription:
+            assert [(await anext(subscription)).position for _ in range(3)] == [1, 2, 3]
+            for _ in range(2):  # it stays at the row: each call meets it again
+                with pytest.raises(CorruptEvent) as info:
+                    await asyncio.wait_for(anext(subscription), 60)
+                assert (info.value.position, info.value.events) == (4, [])
+            assert subscription.next_position == 4
+            with pytest.raises(CorruptEvent):
+                await asyncio.wait_for(subscription.next_batch(), 60)
+
+    async def test_a_subscription_that_skips_corrupt_rows_lists_them_and_goes_live(
+        self, store: EventStore
+    ) -> None:
+        await self._log_with_a_corrupt_row(store)
+        async with store.subscribe(1, batch_size=2, skip_corrupt=True) as subscription:
+            seen = [(await asyncio.wait_for(anext(subscription), 60)).position for _ in range(5)]
+            assert seen == [1, 2, 3, 5, 6]
+            assert subscription.skipped == [4]
+            await store.append("c/live", [_noted(7)], expected_version=ANY)
+            assert (await asyncio.wait_for(anext(subscription), 60)).position == 7
+
+    async def test_log_pages_hand_over_the_good_rows_then_raise_at_a_corrupt_one(
+        self, store: EventStore
+    ) -> None:
+        await self._log_with_a_corrupt_row(store)
+        pages: list[list[int]] = []
+        with pytest.raises(CorruptEvent) as info:
+            async for page in LogPages(store, page_size=2):
+                pages.append([e.position for e in page])
+        assert (pages, info.value.position) == ([[1, 2], [3]], 4)
+        walk = LogPages(store, 2, page_size=10, skip_corrupt=True)
+        assert [[e.position for e in page] async for page in walk] == [[2, 3], [5, 6]]
+        assert (walk.skipped, walk.damaged) == ([4], [])
+        before = LogPages(store, stop=3)  # the corrupt row is past the range: no error
+        assert [[e.position for e in page] async for page in before] == [[1, 2, 3]]
+        # a filtered read looks past stop and meets the row: still no error
+        odd = LogPages(store, stop=3, stream_prefix="c/a")
+        assert [[e.position for e in page] async for page in odd] == [[1, 3]]
+
+    async def test_log_pages_walk_a_range_with_filters_in_bounded_pages(
+        self, store: EventStore
+    ) -> None:
+        for n in range(1, 21):
+            event = Counted(amount=n) if n % 3 == 0 else _noted(n)
+            await store.append(f"w/{n % 2}", [event], expected_version=ANY)
+
+        async def positions(pages: LogPages) -> list[list[int]]:
+            return [[e.position for e in page] async for page in pages]
+
+        assert await positions(LogPages(store, page_size=8)) == [
+            list(range(1, 9)),
+            list(range(9, 17)),
+            list(range(17, 21)),
+        ]
+        assert await positions(LogPages(store, 5, stop=9, page_size=3)) == [
+            [5, 6, 7],
+            [8, 9],
+        ]
+        counted = LogPages(store, 2, stop=16, types=["test.counted"], page_size=2)
+        assert await positions(counted) == [[3, 6], [9, 12], [15]]
+        odd = LogPages(store, stream_prefix="w/1", stop=7, page_size=100)
+        assert await positions(odd) == [[1, 3, 5, 7]]
+        assert await positions(LogPages(store, 21)) == []
+        assert await positions(LogPages(store, 5, stop=4)) == []
+        for name, bad in (("start", 0), ("page_size", 0), ("stop", -1), ("types", "test.noted")):
+            with pytest.raises(ValueError, match=f"^{name} must be"):
+                LogPages(store, **{name: bad})  # type: ignore[arg-type]

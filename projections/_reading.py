@@ -6,7 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from clawlog.events import CorruptEvent, EventRegistry, EventStore, RecordedEvent
+from clawlog.events import (
+    CorruptEvent,
+    EventRegistry,
+    EventStore,
+    LogPages,
+    RecordedEvent,
+    StoreDamaged,
+)
 from clawlog.events.envelope import StoredRecord
 from clawlog.events.store import DECODE_ERRORS, decode_row, recorded_from_row
 
@@ -23,8 +30,13 @@ _Appends = tuple[tuple[Callable[[Any], None], ...], tuple[Callable[[Any], None],
 class ReadPlan:
     """Which events each projection gets, and the cheapest read that yields them."""
 
-    def __init__(self, store: EventStore, projections: Sequence[Projection]) -> None:
+    def __init__(
+        self, store: EventStore, projections: Sequence[Projection], skip_corrupt: bool = False
+    ) -> None:
         self._store = store
+        #: Leave rows that cannot be decoded out (noted in the batch) instead of routing
+        #: a :class:`CorruptRow` that fails the projections reading it.
+        self._skip_corrupt = skip_corrupt
         self._wanted = [None if p.types is None else frozenset(p.types) for p in projections]
         self._envelope_only = [bool(getattr(p, "envelope_only", False)) for p in projections]
         #: Envelope-only projections of every type get the batch's rows as they are.
@@ -36,9 +48,37 @@ class ReadPlan:
 
     async def read(self, start: int, limit: int) -> Batch:
         """Read up to ``limit`` relevant rows from ``start``; the batch covers everything
-        up to the head when fewer came back (irrelevant events were skipped in SQL)."""
-        head, rows = await self.read_rows(start, limit)
+        up to the head when fewer came back (irrelevant events were skipped in SQL).
+
+        A damaged page raises :class:`StoreDamaged`, unless corrupt rows are skipped:
+        then the batch is read around it (:meth:`read_around_damage`)."""
+        try:
+            head, rows = await self.read_rows(start, limit)
+        except StoreDamaged as exc:
+            if not self._skip_corrupt or exc.position is None:
+                raise  # not asked to, or nothing to read around (a table is gone)
+            return await self.read_around_damage(start, limit)
         return self.route_rows(rows, start, head, limit)
+
+    async def read_around_damage(self, start: int, limit: int) -> Batch:
+        """The next ``limit`` positions from ``start`` (up to the head), read with
+        :class:`LogPages`, which steps over the rows SQLite cannot read and skips corrupt
+        payloads: the slow path (every row decoded through the store, and nothing the
+        envelope-only projections get of a row it skips), taken only for a batch whose
+        plain read failed; the next batch reads plainly again."""
+        through = min(start + limit - 1, await self._store.backend.head_position())
+        pages = LogPages(
+            self._store, start, stop=through, types=self.types, page_size=limit, skip_corrupt=True
+        )
+        events = [event async for page in pages for event in page]
+        batch = self.route_recorded(events, start, max(through, start - 1))
+        readers = tuple(range(len(self._wanted)))
+        batch.skipped = [
+            (CorruptRow(position, ValueError("its payload cannot be decoded")), readers)
+            for position in pages.skipped
+        ]
+        batch.damaged = list(pages.damaged)
+        return batch
 
     async def read_rows(self, start: int, limit: int) -> tuple[int, list[StoredRecord]]:
         """The head, then up to ``limit`` undecoded rows from ``start``."""
@@ -57,6 +97,7 @@ class ReadPlan:
         classes, decode = registry.current_decoding()
         appends: dict[str, _Appends] = {}
         clean = True
+        skipped: list[tuple[CorruptRow, tuple[int, ...]]] = []
         for row in rows:
             targets = appends.get(row.type)
             if targets is None:
@@ -79,10 +120,14 @@ class ReadPlan:
                 recorded: RecordedEvent | CorruptRow = recorded_from_row(row, event)
             else:
                 recorded = _decode_or_mark(registry, row)
-                clean = clean and type(recorded) is not CorruptRow
+                if type(recorded) is CorruptRow:
+                    if self._skip_corrupt:
+                        skipped.append((recorded, self._routes[row.type][0]))
+                        continue
+                    clean = False
             for append in targets[0]:
                 append(recorded)
-        return Batch(start=start, through=through, routed=routed, clean=clean)
+        return Batch(start=start, through=through, routed=routed, clean=clean, skipped=skipped)
 
     def route_recorded(self, events: list[RecordedEvent], start: int, through: int) -> Batch:
         """A batch of already decoded events (from a live subscription)."""

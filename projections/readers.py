@@ -8,6 +8,18 @@
 ``wait_until`` waits on the checkpoints: notified by the runner when it runs in this
 process (pass ``runner=``), otherwise by polling the checkpoint table, which another
 process's runner moves.
+
+Every listing pages in bounded memory with the same keywords:
+
+- ``after``: the cursor, exclusive: the last row's ``position`` for the listings in log
+  order (0 for the first page); the last row's name for the listings by name (actors,
+  streams, MCP servers) and its key for MCP grants (None for the first page);
+- ``limit``: rows per page, -1 for all;
+- ``since``: epoch seconds, on the row's own time column (when it was recorded,
+  requested, created; an MCP server: since when it is in its state).
+
+Each query is a range of an index in the listing's order (``tests/projections/
+test_query_plans.py`` holds them to it), so a page costs the same on any size of log.
 """
 
 from __future__ import annotations
@@ -155,3 +167,35 @@ def _fetch_all(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> lis
 def where(clauses: list[str]) -> str:
     """`` WHERE a AND b`` for the non-empty list of conditions, else ``""``."""
     return f" WHERE {' AND '.join(clauses)}" if clauses else ""
+
+
+def check_page(after: int, limit: int, since: float | None = None) -> None:
+    """Refuse paging arguments no listing can honour, naming the fix."""
+    if since is not None and (isinstance(since, bool) or not isinstance(since, int | float)):
+        raise ValueError(f"since={since!r}: pass a moment as epoch seconds (a float), or None")
+    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+        raise ValueError(
+            f"after={after!r}: pass 0 for the first page, then the last row's position"
+        )
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < -1:
+        raise ValueError(f"limit={limit!r}: pass a count of rows (0 or more), or -1 for all")
+
+
+def log_order(
+    table: str, column: str, after: int, since: float | None
+) -> tuple[list[str], list[Any]]:
+    """The conditions (and their parameters) of a page of ``table`` in log order: rows
+    past position ``after`` and, with ``since``, whose time ``column`` is at or after it,
+    both answered by indexes (the primary key, then the index on ``column``).
+
+    The rows' times rise with their positions (the log stamps events in the order it
+    appends them), so the first row at or after ``since`` in the time index bounds the
+    page from below, and the page reads on by position from there: a range, never a scan
+    of what came before. A row stamped earlier than one before it (a clock stepped back;
+    several PostgreSQL writers racing) can fall out near that bound: such rows are
+    milliseconds apart. ONE range condition on ``position``: SQLite seeks on only one
+    lower bound, so the cursor and the time's bound are folded into it with ``max``."""
+    if since is None:
+        return ["position > ?"], [after]
+    first = f"(SELECT position FROM {table} WHERE {column} >= ? ORDER BY {column} LIMIT 1)"
+    return [f"position > max(?, {first} - 1)", f"{column} >= ?"], [after, since, since]

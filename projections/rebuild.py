@@ -73,10 +73,9 @@ async def rebuild(
             async with ProjectionRunner(
                 store, building, projections, batch_size=batch_size, building=True
             ) as runner:
-                position = await runner.catch_up(
+                position = await runner.catch_up(  # then builds the indexes, once
                     lambda done, total: progress.update(task, completed=done, total=total)
                 )
-                await runner.create_deferred_indexes()
                 failures = tuple(
                     ProjectionFailed(s.name, s.failed_at or 0, s.error or "")
                     for s in runner.statuses()
@@ -127,7 +126,8 @@ def _copy_tables(conn: sqlite3.Connection, building: str, projections: list[Proj
             )
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # a failed COMMIT (full disk, I/O) already rolled back
+                conn.execute("ROLLBACK")
             raise
     finally:
         conn.execute("DETACH DATABASE rebuilt")

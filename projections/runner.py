@@ -5,6 +5,21 @@ also moves that projection's checkpoint, so a crash between (or during) batches 
 applies an event twice nor skips one (exactly once). A projection whose handler raises is
 marked failed at that position, with the error; the others keep going.
 
+A row of the log that cannot be decoded (a corrupt payload) fails, at its position, the
+projections that read its type (the envelope-only ones still get its envelope); a page
+SQLite cannot read at all raises :class:`~clawlog.events.StoreDamaged` from ``catch_up``.
+A runner made with ``skip_corrupt=True`` goes on past both, for good (the checkpoints
+move past them): a corrupt row is left out for every projection that would have read
+it (``runner.skipped`` lists its position); rows SQLite cannot read are stepped over with
+:class:`~clawlog.events.LogPages`, which reads every readable row around them
+(``runner.damaged`` lists the ranges, whose rows no projection got: their types are
+unknown). Each is logged as a warning. Only a log whose head cannot be read, or whose
+events table is gone, leaves no way round: that StoreDamaged propagates.
+
+A projection that starts from position 0 (new to the file, or reset by a version change)
+is folded without its plain indexes, which ``catch_up`` builds once at its end: a third of
+the cost of keeping them up row by row. A reader of it meanwhile is slower, never wrong.
+
 The read models live in their own SQLite file (``clawlog.views.db`` next to
 ``clawlog.db``), written by one aiosqlite connection: a whole batch is one call on its
 thread, so the event loop never blocks on SQLite and the log's writer never waits for us.
@@ -22,10 +37,17 @@ from typing import Literal
 
 import aiosqlite
 
-from clawlog.events import CorruptEvent, EventStore
+from clawlog.events import CorruptEvent, EventStore, StoreDamaged
 from clawlog.events.logging import get_logger
 
-from ._apply import Batch, ProjectionStatus, apply_batch, create_indexes, prepare
+from ._apply import (
+    Batch,
+    CorruptRow,
+    ProjectionStatus,
+    apply_batch,
+    create_indexes,
+    prepare,
+)
 from ._db import connect_views, on_thread, views_path_for
 from ._reading import ReadPlan
 from .base import Projection, validate_projections
@@ -42,7 +64,12 @@ class ProjectionRunner:
 
     ``views=None`` puts it next to an SQLite log (``clawlog.db`` → ``clawlog.views.db``).
     Use ``async with ProjectionRunner(...) as runner:`` then ``await runner.catch_up()``
-    or ``runner.start()`` (catch up, then follow live until stopped)."""
+    or ``runner.start()`` (catch up, then follow live until stopped).
+
+    ``skip_corrupt``: leave rows whose payload cannot be decoded out (their positions
+    collect in ``skipped``) instead of failing the projections that read them there,
+    and step over rows the log cannot read (their ranges collect in ``damaged``)
+    instead of raising :class:`~clawlog.events.StoreDamaged`."""
 
     def __init__(
         self,
@@ -52,6 +79,7 @@ class ProjectionRunner:
         *,
         batch_size: int = 2000,
         building: bool = False,
+        skip_corrupt: bool = False,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -60,8 +88,17 @@ class ProjectionRunner:
         self.path = Path(views) if views is not None else _default_views(store)
         self.projections = list(projections)
         self.batch_size = batch_size
+        self.skip_corrupt = skip_corrupt
+        #: Positions of the corrupt rows this runner left out (``skip_corrupt``), in the
+        #: order it met them, each once: rows a projection had already passed are not in it.
+        self.skipped: list[int] = []
+        self._skipped: set[int] = set()
+        #: ``(first, last)`` position ranges of rows the log could not read at all (a
+        #: damaged page) that this runner stepped over (``skip_corrupt``), in order.
+        self.damaged: list[tuple[int, int]] = []
         self._building = building
-        self._plan = ReadPlan(store, self.projections)
+        self._indexes_deferred = False
+        self._plan = ReadPlan(store, self.projections, skip_corrupt)
         self._conn: aiosqlite.Connection | None = None
         self._statuses: dict[str, ProjectionStatus] = {}
         self._changed = asyncio.Condition()
@@ -76,11 +113,13 @@ class ProjectionRunner:
             raise ProjectionError(f"this ProjectionRunner is {self._state}; create a new one")
         self._conn = await connect_views(self.path, "build" if self._building else "write")
         try:
-            statuses, reset = await on_thread(self._conn, prepare, self.projections, self._building)
+            statuses, reset = await on_thread(self._conn, prepare, self.projections, True)
         except BaseException:
             await self._conn.close()
             raise
         self._keep(statuses)
+        # Those starting from 0 fold without their plain indexes: catch_up builds them.
+        self._indexes_deferred = any(s.position == 0 for s in self._statuses.values())
         for name, old in reset.items():
             if old is not None:  # readers see it empty until it has caught up again
                 _log.warning(
@@ -117,6 +156,8 @@ class ProjectionRunner:
     # -- running ------------------------------------------------------------------------
     async def catch_up(self, on_progress: Progress | None = None) -> int:
         """Apply everything up to the head as it is now; return the position reached.
+        A page of the log SQLite cannot read raises :class:`~clawlog.events.StoreDamaged`
+        (what was applied before it stays applied), unless ``skip_corrupt``.
 
         Reads and writes alternate: overlapping them is slower, because both are mostly
         Python work and SQLite releases the GIL for every row, so the threads convoy."""
@@ -127,12 +168,16 @@ class ProjectionRunner:
                 await self._apply(conn, await self._plan.read(lowest + 1, self.batch_size))
             if on_progress is not None:
                 on_progress(min(self.position, target), target)
+        await self.create_deferred_indexes()
         return self.position
 
     async def create_deferred_indexes(self) -> None:
-        """A building runner (``building=True``) leaves CREATE INDEX statements until the
-        fold is done; this runs them. Handlers find rows by primary key or UNIQUE key."""
-        await on_thread(self._check_open(), create_indexes, self.projections)
+        """Build the indexes left out while projections that started from position 0
+        were folded (see :func:`_apply.prepare`); ``catch_up`` does it when it is done.
+        Until then their readers' queries work, only slower. A no-op if none is due."""
+        if self._indexes_deferred:
+            await on_thread(self._check_open(), create_indexes, self.projections)
+            self._indexes_deferred = False
 
     async def run(self) -> None:
         """Catch up, then follow the live log until cancelled or the store closes."""
@@ -154,9 +199,13 @@ class ProjectionRunner:
                     return False  # the store was closed
                 except CorruptEvent as exc:
                     # Catching up reads rows undecoded and fails only the projections
-                    # that read this one; then following resumes past it.
+                    # that read this one (or skips it); then following resumes past it.
                     _log.error("corrupt row in the live log", position=exc.position)
                     return True
+                except StoreDamaged:
+                    if not self.skip_corrupt:
+                        raise
+                    return True  # catching up steps over the rows it cannot read
                 through = max(got[-1].position, events.next_position - 1)
                 await self._apply(conn, self._plan.route_recorded(got, start, through))
                 if not self._healthy():
@@ -190,10 +239,40 @@ class ProjectionRunner:
             await task
 
     async def _apply(self, conn: aiosqlite.Connection, batch: Batch) -> None:
+        before = dict(self._statuses)
         statuses = await on_thread(conn, apply_batch, self.projections, batch)
         self._keep(statuses)
+        for corrupt, readers in batch.skipped:
+            self._note_skipped(corrupt, [self.projections[i].name for i in readers], before)
+        for first, last in batch.damaged:
+            if self._moved_past(first, [p.name for p in self.projections], before):
+                self.damaged.append((first, last))
+                _log.warning(
+                    "stepped over rows the log cannot read",
+                    first=first,
+                    last=last,
+                    views=str(self.path),
+                )
         async with self._changed:
             self._changed.notify_all()
+
+    def _note_skipped(
+        self, corrupt: CorruptRow, names: list[str], before: dict[str, ProjectionStatus]
+    ) -> None:
+        """Count a corrupt row left out if a projection that reads it moved past it now."""
+        position = corrupt.position
+        passed = self._moved_past(position, names, before)
+        if not passed or position in self._skipped:
+            return
+        self._skipped.add(position)
+        self.skipped.append(position)
+        _log.warning(
+            "skipped a corrupt event",
+            position=position,
+            projections=passed,
+            error=str(corrupt.error),
+            views=str(self.path),
+        )
 
     def _keep(self, statuses: dict[str, ProjectionStatus]) -> None:
         for projection in self.projections:
@@ -209,6 +288,16 @@ class ProjectionRunner:
                     error=status.error,
                 )
             self._statuses[projection.name] = status
+
+    def _moved_past(
+        self, position: int, names: list[str], before: dict[str, ProjectionStatus]
+    ) -> list[str]:
+        """Those of ``names`` whose checkpoint moved past ``position`` in the last batch."""
+        return [
+            name
+            for name in names
+            if name in before and before[name].position < position <= self._statuses[name].position
+        ]
 
     # -- state ----------------------------------------------------------------------------
     @property

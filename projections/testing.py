@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from clawlog.events import ANY, Event, EventMetadata, EventStore
+from clawlog.events import ANY, Event, EventMetadata, EventStore, open_store
 from clawlog.events.domain.actor import (
     ActorEscalated,
     ActorFailed,
@@ -87,7 +87,7 @@ from clawlog.events.streams import (
     team_stream,
 )
 
-__all__ = ["dump_tables", "mixed_chunk", "write_mixed_log"]
+__all__ = ["dump_tables", "mixed_chunk", "write_mixed_log", "write_mixed_log_file"]
 
 Chunk = tuple[str, list[Event], EventMetadata]
 
@@ -121,6 +121,17 @@ async def write_mixed_log(store: EventStore, events: int, *, concurrency: int = 
         await asyncio.gather(*(store.append(s, e, ANY, meta) for s, e, meta in chunks))
         written += sum(len(e) for _, e, _ in chunks)
     return await store.head_position()
+
+
+async def write_mixed_log_file(path: str | Path, events: int) -> int:
+    """:func:`write_mixed_log` into the SQLite log at ``path`` (created, or continued),
+    without an fsync per commit: a log made for tests and benchmarks, where generating it
+    is not what is measured. Returns the head."""
+    store = await open_store(path, synchronous="OFF")
+    try:
+        return await write_mixed_log(store, events)
+    finally:
+        await store.close()
 
 
 def mixed_chunk(i: int) -> Chunk:

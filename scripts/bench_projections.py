@@ -29,16 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clawlog.events import open_store
 from clawlog.projections import ALL_PROJECTIONS, rebuild
-from clawlog.projections.testing import dump_tables, write_mixed_log
-
-
-async def make_log(path: Path, total: int) -> int:
-    # Generation is not what is measured: no fsync per commit.
-    store = await open_store(path, synchronous="OFF")
-    try:
-        return await write_mixed_log(store, total)
-    finally:
-        await store.close()
+from clawlog.projections.testing import dump_tables, write_mixed_log_file
 
 
 def raw_read(path: Path) -> float:
@@ -83,7 +74,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "log.db"
         started = time.perf_counter()
-        head = asyncio.run(make_log(log, total))
+        head = asyncio.run(write_mixed_log_file(log, total))
         generated = time.perf_counter() - started
         raw = max(raw_read(log) for _ in range(args.repeat))
         fresh = [

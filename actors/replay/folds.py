@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clawlog.events import Event, EventStore, RecordedEvent
-from clawlog.projections.timeline import AsOf, state_as_of
+from clawlog.projections.timeline import AsOf, Skipped, state_as_of
 
 from ..agents.config import AgentConfig
 from ..agents.handoff import RouteState, apply_route_event
@@ -78,10 +78,11 @@ def fold_for(stream: str) -> StateFold:
 
 
 async def stream_state_as_of(
-    store: EventStore, stream: str, *, position: int | None = None
+    store: EventStore, stream: str, *, position: int | None = None, skip: Skipped | None = None
 ) -> AsOf[Any]:
     """The state of ``stream`` folded up to and including ``position`` (None: the head).
-    Events of tags this process does not know are skipped."""
+    Events of tags this process does not know are skipped; corrupt ones only with
+    ``skip`` (which records them; see :func:`~clawlog.projections.timeline.timeline`)."""
     fold = fold_for(stream)
     apply_event = fold.new_apply()
 
@@ -89,4 +90,4 @@ async def stream_state_as_of(
         event = recorded.event
         return apply_event(state, event) if isinstance(event, Event) else state
 
-    return await state_as_of(store, stream, apply, fold.initial(), position=position)
+    return await state_as_of(store, stream, apply, fold.initial(), position=position, skip=skip)

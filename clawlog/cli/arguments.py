@@ -14,7 +14,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-__all__ = ["DEFAULT_DB", "build_parser", "parse_time"]
+from .points import parse_point
+
+__all__ = ["DEFAULT_DB", "build_parser"]
 
 DEFAULT_DB = "clawlog-demo.db"
 
@@ -29,16 +31,29 @@ PostgreSQL database), so it is safe to run beside a live system."""
 
 _EPILOG = f"""\
 output:
-  For people: tables and one line per event, never wrapped when not on a terminal.
+  On a terminal: tables (of 500 rows at most, the header repeated) and one line per
+  event. Elsewhere (a pipe, a file): one tab-separated line per row under one header
+  line (a cell's tab, newline and backslash escaped as \\t, \\n, \\\\), and one line per
+  event, never wrapped. Everything is printed as it is read, in bounded memory.
   With --json: one JSON document (an object or an array) for the snapshot commands
   ({", ".join(_SNAPSHOTS)}, replay --as-of, replay --rerun),
   and JSON Lines, one event object per line, for the streams (tail, the replay
   timeline). Log messages and errors go to stderr only, so stdout always parses.
 
+where to start:
+  --since and --until take a log position (1200), an ISO 8601 time (2026-11-25T09:30,
+  UTC unless it has an offset) or epoch seconds after an @ (@1795599000). A plain number
+  of 10^9 or more is refused: write @N for epoch seconds. --limit N prints at most N rows.
+
+damaged logs:
+  A corrupt event or an unreadable page stops a reader with one line naming the
+  position (exit status 2). With --skip-corrupt the readers that can step over it do,
+  and say on stderr which positions they skipped; `clawlog doctor` lists them all.
+
 exit status:
-  0 done, 1 a replay --rerun diverged, a projection failed during a rebuild (or
-  stdout was closed early), 2 a usage error or a problem with the log (one line on
-  stderr), 130 interrupted."""
+  0 done (also when --skip-corrupt skipped rows), 1 a replay --rerun diverged, a
+  projection failed during a rebuild (or stdout was closed early), 2 a usage error or
+  a problem with the log (one line on stderr), 130 interrupted."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -88,16 +103,48 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_history(history: argparse.ArgumentParser) -> None:
     history.add_argument("agent", help="the agent's key (e.g. lead)")
     history.add_argument("session_key", help="the session's key, usually the user (demo-user)")
+    _add_window(history, rows="entries")
 
 
 def _add_board(board: argparse.ArgumentParser) -> None:
     board.add_argument("team_id", help="the team's id (e.g. release)")
+    _add_window(board, rows="tasks")
+
+
+def _add_routes(routes: argparse.ArgumentParser) -> None:
+    _add_window(routes, rows="routes")
 
 
 def _add_delegations(delegations: argparse.ArgumentParser) -> None:
     delegations.add_argument(
         "--overdue", action="store_true", help="only those past their deadline without an outcome"
     )
+    _add_window(delegations, rows="delegations")
+
+
+def _add_window(
+    command: argparse.ArgumentParser, *, rows: str, limit: bool = True, skip: bool = True
+) -> None:
+    """``--since``, ``--limit`` and ``--skip-corrupt``, as every listing takes them."""
+    window = command.add_argument_group("which rows")
+    window.add_argument(
+        "--since",
+        type=parse_point,
+        metavar="WHEN",
+        help=f"only {rows} from this log position (1200), ISO time (2026-11-25T09:30) "
+        "or @EPOCH seconds on",
+    )
+    if limit:
+        window.add_argument(
+            "--limit", type=_count, default=0, metavar="N", help=f"at most N {rows} (0: all)"
+        )
+    if skip:
+        window.add_argument(
+            "--skip-corrupt",
+            action="store_true",
+            help="step over corrupt events and unreadable pages of the log, and say which "
+            "positions were skipped (default: stop at the first, exit status 2)",
+        )
 
 
 def _add_rebuild(rebuild: argparse.ArgumentParser) -> None:
@@ -145,9 +192,8 @@ def _add_tail(tail: argparse.ArgumentParser) -> None:
         "-n",
         "--last",
         type=_count,
-        default=50,
         metavar="N",
-        help="the last N matching events (0: all; default 50)",
+        help="the last N matching events (0: all; default 50, or all with --since/--limit)",
     )
     tail.add_argument(
         "--stream-prefix", metavar="PREFIX", help="only streams starting with PREFIX (session/)"
@@ -159,11 +205,19 @@ def _add_tail(tail: argparse.ArgumentParser) -> None:
         metavar="TYPE",
         help="only events of this exact type (tool.call_refused); repeat for several",
     )
+    _add_window(tail, rows="events")
 
 
 def _add_audit(audit: argparse.ArgumentParser) -> None:
     audit.add_argument("--tool", metavar="NAME", help="only calls of this tool (exec)")
     audit.add_argument("--refused", action="store_true", help="only refused calls")
+    _add_window(audit, rows="calls")
+
+
+def _add_tools(tools: argparse.ArgumentParser) -> None:
+    tools.add_argument(
+        "--agent", metavar="KEY", help="only the tools this agent gets: the global ones and its own"
+    )
 
 
 def _add_mcp(mcp: argparse.ArgumentParser) -> None:
@@ -172,6 +226,7 @@ def _add_mcp(mcp: argparse.ArgumentParser) -> None:
         "--state", help="only servers in this state (connected, failed, disconnected, ...)"
     )
     mcp.add_argument("--all", action="store_true", help="include removed servers")
+    _add_window(mcp, rows="servers (with --server: tools)")
 
 
 def _add_replay(command: argparse.ArgumentParser) -> None:
@@ -201,13 +256,25 @@ def _add_replay(command: argparse.ArgumentParser) -> None:
         help="event type, or a family such as 'tool.*'; repeat for several",
     )
     filters.add_argument(
-        "--since", type=parse_time, metavar="TIME", help="ISO time or epoch seconds"
+        "--since",
+        type=parse_point,
+        metavar="WHEN",
+        help="from this log position (1200), ISO time (2026-11-25T09:30) or @EPOCH seconds on",
     )
     filters.add_argument(
-        "--until", type=parse_time, metavar="TIME", help="ISO time or epoch (exclusive)"
+        "--until",
+        type=parse_point,
+        metavar="WHEN",
+        help="before this position, ISO time or @EPOCH seconds (exclusive)",
     )
     filters.add_argument(
         "-n", "--limit", type=_count, default=0, metavar="N", help="at most N events (0: all)"
+    )
+    filters.add_argument(
+        "--skip-corrupt",
+        action="store_true",
+        help="step over corrupt events and unreadable pages (the timeline and --as-of; "
+        "not --rerun, which compares with every recorded event)",
     )
     rerun = command.add_argument_group("re-run options")
     rerun.add_argument(
@@ -233,19 +300,14 @@ def _count(text: str) -> int:
     return value
 
 
-def parse_time(text: str) -> float:
-    """Epoch seconds, or an ISO 8601 time (UTC when it has no offset)."""
-    import datetime as dt  # only when a time is given
-
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        when = dt.datetime.fromisoformat(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not an ISO time or epoch seconds: {text!r}") from exc
-    return (when if when.tzinfo else when.replace(tzinfo=dt.UTC)).timestamp()
+def _add_doctor(doctor: argparse.ArgumentParser) -> None:
+    doctor.add_argument(
+        "db",
+        nargs="?",
+        default=argparse.SUPPRESS,
+        metavar="LOG",
+        help="the log to examine (the same as --db)",
+    )
 
 
 _SNAPSHOT_JSON = "--json prints one JSON document."
@@ -268,7 +330,7 @@ _COMMANDS: tuple[tuple[str, str, str, Callable[[argparse.ArgumentParser], None] 
         _add_history,
     ),
     ("board", "a team's task board: tasks, status, who claimed them", _SNAPSHOT_JSON, _add_board),
-    ("routes", "which agent answers each chat after a handoff", _SNAPSHOT_JSON, None),
+    ("routes", "which agent answers each chat after a handoff", _SNAPSHOT_JSON, _add_routes),
     (
         "delegations",
         "every delegation's lifecycle: source, target, status",
@@ -277,6 +339,12 @@ _COMMANDS: tuple[tuple[str, str, str, Callable[[argparse.ArgumentParser], None] 
     ),
     ("audit", "tool calls: refusals, approvals and outcomes", _SNAPSHOT_JSON, _add_audit),
     ("mcp", "MCP servers: state, transport, tools, last error", _SNAPSHOT_JSON, _add_mcp),
+    (
+        "tools",
+        "custom tools the log defines: scope, command template, parameters, env names",
+        "Env values are never shown, only their names. --json prints one JSON array.",
+        _add_tools,
+    ),
     (
         "rebuild",
         "rebuild every read model from position 1, then swap it in atomically",
@@ -291,5 +359,14 @@ _COMMANDS: tuple[tuple[str, str, str, Callable[[argparse.ArgumentParser], None] 
         "With --json the timeline is JSON Lines; --as-of and --rerun print one document. "
         "A re-run that diverges from the log exits with status 1.",
         _add_replay,
+    ),
+    (
+        "doctor",
+        "examine a log: SQLite's integrity check, the schema, a decode of every event",
+        "Lists each problem (a corrupt event: its position, stream, type and what is wrong; "
+        "unreadable positions; a missing table). Exit status 0 healthy, 1 damage found, "
+        "2 the log cannot be examined. --json prints {log, integrity, schema, rows, "
+        "corrupt, damaged, unread, healthy}.",
+        _add_doctor,
     ),
 )

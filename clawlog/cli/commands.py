@@ -7,12 +7,15 @@ read models, ``demo`` and ``replay`` the runtime.
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 
 from clawlog.events import EventStore
 
 from .errors import CliError
+from .listing import listing_format
 from .logfile import open_log
+from .points import Window
 
 __all__ = ["run_command"]
 
@@ -26,6 +29,12 @@ async def run_command(args: argparse.Namespace) -> int:
 
         await run_demo(args.db)
         return 0
+    if args.command == "doctor":
+        from .doctor import doctor
+
+        # Not through open_log: the doctor also examines a log the store refuses to open
+        # (a missing table, a truncated file), and opens a PostgreSQL log itself.
+        return await doctor(args.db, as_json=args.json)
     async with open_log(args.db) as store:
         return await _READERS[args.command](store, args)
 
@@ -40,42 +49,53 @@ async def _tail(store: EventStore, args: argparse.Namespace) -> int:
         stream_prefix=args.stream_prefix,
         types=args.types,
         as_json=args.json,
+        since=args.since,
+        limit=args.limit,
+        skip_corrupt=args.skip_corrupt,
     )
     return 0
+
+
+def _window(args: argparse.Namespace) -> Window:
+    """The listing options every reader command takes."""
+    return Window(since=args.since, limit=args.limit, skip_corrupt=args.skip_corrupt)
 
 
 async def _history(store: EventStore, args: argparse.Namespace) -> int:
     from .readers import history
 
-    await history(store, args.agent, args.session_key, as_json=args.json)
+    form = listing_format(args.json)
+    await history(store, args.agent, args.session_key, form=form, window=_window(args))
     return 0
 
 
 async def _board(store: EventStore, args: argparse.Namespace) -> int:
     from .readers import board
 
-    await board(store, args.team_id, as_json=args.json)
+    await board(store, args.team_id, form=listing_format(args.json), window=_window(args))
     return 0
 
 
 async def _routes(store: EventStore, args: argparse.Namespace) -> int:
     from .readers import routes
 
-    await routes(store, as_json=args.json)
+    await routes(store, form=listing_format(args.json), window=_window(args))
     return 0
 
 
 async def _delegations(store: EventStore, args: argparse.Namespace) -> int:
     from .readers import delegations
 
-    await delegations(store, overdue=args.overdue, as_json=args.json)
+    form = listing_format(args.json)
+    await delegations(store, overdue=args.overdue, form=form, window=_window(args))
     return 0
 
 
 async def _audit(store: EventStore, args: argparse.Namespace) -> int:
     from .readers import audit
 
-    await audit(store, tool=args.tool, refused=args.refused, as_json=args.json)
+    form = listing_format(args.json)
+    await audit(store, tool=args.tool, refused=args.refused, form=form, window=_window(args))
     return 0
 
 
@@ -83,7 +103,12 @@ async def _mcp(store: EventStore, args: argparse.Namespace) -> int:
     from .mcp import mcp
 
     await mcp(
-        store, server=args.server, state=args.state, include_removed=args.all, as_json=args.json
+        store,
+        server=args.server,
+        state=args.state,
+        include_removed=args.all,
+        form=listing_format(args.json),
+        window=_window(args),
     )
     return 0
 
@@ -97,7 +122,6 @@ async def _rebuild(store: EventStore, args: argparse.Namespace) -> int:
         rebuild,
     )
 
-    from .logfile import describe
     from .render import emit_json
     from .views import default_views_path
 
@@ -110,8 +134,13 @@ async def _rebuild(store: EventStore, args: argparse.Namespace) -> int:
         head = await rebuild(store, views, projections, show_progress=progress)
     except RebuildFailed as exc:
         head, failures = exc.position, exc.failures
-    except (ProjectionError, OSError) as exc:  # a foreign or unwritable views file
-        raise CliError(describe(views, exc)) from exc
+    except (ProjectionError, OSError, sqlite3.Error) as exc:
+        # A foreign, unwritable or full views file (the log's own failures arrive as
+        # EventStoreErrors): name the views file, not the log.
+        raise CliError(
+            f"cannot rebuild the read models in {views}: {' '.join(str(exc).split())} "
+            "(--views FILE puts them elsewhere)"
+        ) from exc
     for failure in failures:
         sys.stderr.write(
             f"rebuild: projection {failure.name} failed at position {failure.position}: "
@@ -133,6 +162,13 @@ async def _replay(store: EventStore, args: argparse.Namespace) -> int:
     return await replay(store, args)
 
 
+async def _tools(store: EventStore, args: argparse.Namespace) -> int:
+    from .tools import tools
+
+    await tools(store, agent=args.agent, as_json=args.json)
+    return 0
+
+
 _READERS = {
     "tail": _tail,
     "history": _history,
@@ -141,6 +177,7 @@ _READERS = {
     "delegations": _delegations,
     "audit": _audit,
     "mcp": _mcp,
+    "tools": _tools,
     "rebuild": _rebuild,
     "replay": _replay,
 }

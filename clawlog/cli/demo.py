@@ -50,10 +50,11 @@ async def run_demo(path: str) -> None:
             answer = await system.send("lead", USER, text, channel="cli", chat_id=chat, user=USER)
             out.print(f"  ← {answer}", markup=False)
     async with open_log(path) as store:
-        await readers.board(store, "release", as_json=False)
-        await readers.routes(store, as_json=False)
-        await readers.history(store, "lead", USER, as_json=False)
-        await readers.audit_refusals(store)
+        # Tables even through a pipe: the demo is read by people.
+        await readers.board(store, "release", form="table")
+        await readers.routes(store, form="table")
+        await readers.history(store, "lead", USER, form="table")
+        await readers.audit_refusals(store, form="table")
 
 
 async def _open(path: str) -> System:

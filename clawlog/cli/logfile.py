@@ -2,12 +2,17 @@
 
 This is the CLI's error boundary for the log: a missing or foreign file, a PostgreSQL
 server that cannot be reached or refuses us, a missing ``asyncpg``, and any store error
-while a command reads become a :class:`CliError` (one line on stderr, exit status 2).
+while a command reads become a :class:`CliError` (one line on stderr, exit status 2):
+a corrupt event (:class:`~clawlog.events.CorruptEvent`) and a damaged page or table
+(:class:`~clawlog.events.StoreDamaged`) name their position. A raw ``sqlite3`` error or
+``OSError`` that escapes a layer below is reported the same way, never as a traceback
+(a closed stdout is not the log's: ``BrokenPipeError`` passes on to ``main``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
@@ -31,7 +36,9 @@ async def open_log(path: str | Path, *, read_only: bool = True) -> AsyncIterator
         store = await _open_sqlite(Path(path), read_only=read_only)
     try:
         yield store
-    except EventStoreError as exc:  # while reading: a lost server, a corrupt row
+    except BrokenPipeError:
+        raise
+    except (EventStoreError, sqlite3.Error, OSError) as exc:  # a lost server, a corrupt row
         raise CliError(describe(_redacted(text), exc)) from exc
     finally:
         await store.close()

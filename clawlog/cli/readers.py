@@ -1,10 +1,17 @@
 """The reader commands over read models: ``history``, ``board``, ``routes``,
 ``delegations`` and ``audit`` query the projections, caught up with the log before each
-command (see ``views.py``). ``tail`` reads the log itself (``tail.py``)."""
+command (see ``views.py``). ``tail`` reads the log itself (``tail.py``).
+
+Each listing is read a page at a time, by position (the read models' cursor), and each
+page is printed before the next is read (``listing.py``): memory stays bounded however
+many rows the log holds. ``--since``, ``--limit`` and ``--skip-corrupt`` arrive as a
+:class:`~clawlog.cli.points.Window`.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol, TypeVar
 
 from clawlog.events import EventStore
 from clawlog.events.streams import session_stream
@@ -15,10 +22,13 @@ from clawlog.projections import (
     TaskBoardReader,
     ToolAuditReader,
 )
-from clawlog.projections.read_models.session_history import HistoryEntry
+from clawlog.projections.read_models.tool_audit import AuditedCall
+from clawlog.projections.timeline import Skipped
 
 from .errors import CliError
-from .render import emit_json, table
+from .listing import Format, Listing
+from .points import EVERY_ROW, Window
+from .render import report_skipped
 from .views import read_models
 
 __all__ = [
@@ -27,9 +37,19 @@ __all__ = [
     "board",
     "delegations",
     "history",
+    "pages",
     "routes",
 ]
 
+
+class _Positioned(Protocol):
+    @property
+    def position(self) -> int: ...
+
+
+_Row = TypeVar("_Row", bound=_Positioned)
+#: Rows read per query: the listings' memory is about this many rows.
+_PAGE = 1000
 
 #: How each kind of history line reads: (who, text).
 _HISTORY_LINES: dict[str, Any] = {
@@ -47,143 +67,189 @@ _HISTORY_LINES: dict[str, Any] = {
     "failed": lambda e: ("failed", e.text),
     "cancelled": lambda e: ("cancelled", f"cancelled by {e.who}"),
 }
-_PAGE = 1000
 
 
-async def history(store: EventStore, agent: str, session_key: str, *, as_json: bool) -> None:
+async def pages(
+    fetch: Callable[[int, int], Awaitable[list[_Row]]], window: Window
+) -> AsyncIterator[_Row]:
+    """Every row ``fetch(after, limit)`` pages through by position, from the window's
+    start, at most ``window.limit`` of them; one page in memory at a time."""
+    after, left = window.after, window.limit or None
+    while True:
+        size = _PAGE if left is None else min(_PAGE, left)
+        page = await fetch(after, size)
+        for row in page:
+            yield row
+        if left is not None:
+            left -= len(page)
+            if left <= 0:
+                return
+        if len(page) < size:
+            return
+        after = page[-1].position
+
+
+async def history(
+    store: EventStore, agent: str, session_key: str, *, form: Format, window: Window = EVERY_ROW
+) -> None:
     stream = session_stream(agent, session_key)
-    entries: list[HistoryEntry] = []
-    async with read_models(store, "session_history") as views:
+    skipped = Skipped() if window.skip_corrupt else None
+    async with read_models(store, "session_history", skip=skipped) as views:
         reader = SessionHistoryReader(views)
-        while page := await reader.page(
-            stream, after=entries[-1].position if entries else 0, limit=_PAGE
-        ):
-            entries.extend(page)
-    if not entries:
-        raise CliError(f"no session {session_key!r} for agent {agent!r} in this log")
-    rows = [[e.position, *_HISTORY_LINES[e.kind](e)] for e in entries]
-    if as_json:
-        emit_json([dict(zip(("position", "who", "text"), r, strict=True)) for r in rows])
-        return
-    table(f"session history: {stream}", ["pos", "who", "text"], rows)
+        if not await reader.page(stream, limit=1):
+            raise CliError(f"no session {session_key!r} for agent {agent!r} in this log")
+        with Listing(
+            f"session history: {stream}",
+            ["pos", "who", "text"],
+            form,
+            json_keys=["position", "who", "text"],
+        ) as listing:
+
+            def fetch(after: int, limit: int) -> Awaitable[list[Any]]:
+                return reader.page(stream, after=after, limit=limit, since=window.since_time)
+
+            async for entry in pages(fetch, window):
+                listing.add([entry.position, *_HISTORY_LINES[entry.kind](entry)])
+    _report(skipped)
 
 
-async def board(store: EventStore, team_id: str, *, as_json: bool) -> None:
-    async with read_models(store, "task_boards") as views:
-        found = await TaskBoardReader(views).board(team_id)
-    if found is None:
-        raise CliError(f"no team {team_id!r} in this log")
-    if as_json:
-        emit_json({"team": team_id, "name": found.name, "lead": found.lead, "tasks": found.tasks})
-        return
-    rows = [
-        [
-            t.task_id,
-            t.subject,
-            t.priority,
-            t.status,
-            t.claimed_by,
-            ", ".join(t.blocked_by),
-            t.result,
-        ]
-        for t in found.tasks
-    ]
-    table(
-        f"task board: {found.name} ({team_id}), lead {found.lead}",
-        ["task", "subject", "prio", "status", "by", "blocked by", "result"],
-        rows,
-    )
+async def board(
+    store: EventStore, team_id: str, *, form: Format, window: Window = EVERY_ROW
+) -> None:
+    skipped = Skipped() if window.skip_corrupt else None
+    async with read_models(store, "task_boards", skip=skipped) as views:
+        reader = TaskBoardReader(views)
+        found = await reader.board(team_id, limit=0)  # its name and lead; tasks below
+        if found is None:
+            raise CliError(f"no team {team_id!r} in this log")
+        with Listing(
+            f"task board: {found.name} ({team_id}), lead {found.lead}",
+            ["task", "subject", "prio", "status", "by", "blocked by", "result"],
+            form,
+            json_head={"team": team_id, "name": found.name, "lead": found.lead},
+            json_key="tasks",
+        ) as listing:
+
+            def fetch(after: int, limit: int) -> Awaitable[list[Any]]:
+                return reader.tasks(team_id, since=window.since_time, after=after, limit=limit)
+
+            async for t in pages(fetch, window):
+                cells = [
+                    t.task_id,
+                    t.subject,
+                    t.priority,
+                    t.status,
+                    t.claimed_by,
+                    ", ".join(t.blocked_by),
+                    t.result,
+                ]
+                listing.add(cells, t)
+    _report(skipped)
 
 
-async def routes(store: EventStore, *, as_json: bool) -> None:
-    async with read_models(store, "handoff_routes") as views:
-        found = await HandoffRouteReader(views).routes()
-    items = [
-        {
-            "channel": r.channel,
-            "chat_id": r.chat_id,
-            "agent": r.agent,
-            "from": r.from_agent,
-            "reason": r.reason,
-            "position": r.position,
-        }
-        for r in found
-    ]
-    if as_json:
-        emit_json(items)
-        return
-    table(
-        "handoff routes",
-        ["channel", "chat", "agent", "from", "reason", "since pos"],
-        [[r.channel, r.chat_id, r.agent, r.from_agent, r.reason, r.position] for r in found],
-    )
+async def routes(store: EventStore, *, form: Format, window: Window = EVERY_ROW) -> None:
+    skipped = Skipped() if window.skip_corrupt else None
+    async with read_models(store, "handoff_routes", skip=skipped) as views:
+        reader = HandoffRouteReader(views)
+        with Listing(
+            "handoff routes",
+            ["channel", "chat", "agent", "from", "reason", "since pos"],
+            form,
+            json_keys=["channel", "chat_id", "agent", "from", "reason", "position"],
+        ) as listing:
+
+            def fetch(after: int, limit: int) -> Awaitable[list[Any]]:
+                return reader.routes(since=window.since_time, after=after, limit=limit)
+
+            async for r in pages(fetch, window):
+                listing.add([r.channel, r.chat_id, r.agent, r.from_agent, r.reason, r.position])
+    _report(skipped)
 
 
-async def audit_refusals(store: EventStore, *, as_json: bool = False) -> None:
+async def audit_refusals(store: EventStore, *, form: Format = "table") -> None:
     """Every refused tool call, with the step and reason."""
     async with read_models(store, "tool_audit") as views:
-        calls = await _all_calls(ToolAuditReader(views), tool=None, refused=True)
-    rows = [[c.position, c.stream, c.tool, c.refused_step, c.reason] for c in calls]
-    if as_json:
-        emit_json(
-            [
-                dict(zip(("position", "stream", "tool", "step", "reason"), r, strict=True))
-                for r in rows
-            ]
-        )
-        return
-    table("refused tool calls", ["pos", "stream", "tool", "step", "reason"], rows)
+        reader = ToolAuditReader(views)
+        with Listing(
+            "refused tool calls",
+            ["pos", "stream", "tool", "step", "reason"],
+            form,
+            json_keys=["position", "stream", "tool", "step", "reason"],
+        ) as listing:
+
+            def fetch(after: int, limit: int) -> Awaitable[list[AuditedCall]]:
+                return reader.calls(refused=True, after=after, limit=limit)
+
+            async for c in pages(fetch, EVERY_ROW):
+                listing.add([c.position, c.stream, c.tool, c.refused_step, c.reason])
 
 
-async def delegations(store: EventStore, *, overdue: bool, as_json: bool) -> None:
-    async with read_models(store, "delegations") as views:
-        rows = await DelegationReader(views).delegations(overdue_only=overdue)
-    if as_json:
-        emit_json(rows)
-        return
-    table(
-        "delegations" + (" (overdue)" if overdue else ""),
-        ["id", "source", "target", "mode", "status", "reason", "overdue", "task"],
-        [
-            [
-                r.delegation_id,
-                r.source,
-                r.target,
-                r.mode,
-                r.status,
-                r.reason,
-                "OVERDUE" if r.overdue else "",
-                r.task,
-            ]
-            for r in rows
-        ],
-    )
+async def delegations(
+    store: EventStore, *, overdue: bool, form: Format, window: Window = EVERY_ROW
+) -> None:
+    skipped = Skipped() if window.skip_corrupt else None
+    async with read_models(store, "delegations", skip=skipped) as views:
+        reader = DelegationReader(views)
+        with Listing(
+            "delegations" + (" (overdue)" if overdue else ""),
+            ["id", "source", "target", "mode", "status", "reason", "overdue", "task"],
+            form,
+        ) as listing:
+
+            def fetch(after: int, limit: int) -> Awaitable[list[Any]]:
+                return reader.delegations(
+                    overdue_only=overdue, since=window.since_time, after=after, limit=limit
+                )
+
+            async for r in pages(fetch, window):
+                cells = [
+                    r.delegation_id,
+                    r.source,
+                    r.target,
+                    r.mode,
+                    r.status,
+                    r.reason,
+                    "OVERDUE" if r.overdue else "",
+                    r.task,
+                ]
+                listing.add(cells, r)
+    _report(skipped)
 
 
-async def audit(store: EventStore, *, tool: str | None, refused: bool, as_json: bool) -> None:
+#: The audit's columns: in the table, and as the keys of each JSON row.
+_AUDIT_COLUMNS = ["call", "tool", "stream", "outcome", "step", "reason", "approval"]
+_AUDIT_KEYS = ["call_id", "tool", "stream", "outcome", "step", "reason", "approval"]
+
+
+async def audit(
+    store: EventStore, *, tool: str | None, refused: bool, form: Format, window: Window = EVERY_ROW
+) -> None:
     """One row per tool call: requested, then how it ended and why."""
-    async with read_models(store, "tool_audit") as views:
-        calls = await _all_calls(ToolAuditReader(views), tool=tool, refused=refused)
-    rows = [
-        {
-            "call_id": c.call_id,
-            "tool": c.tool,
-            "stream": c.stream,
-            "outcome": _OUTCOMES.get(c.status or "", c.status or ""),
-            "step": c.refused_step or "",
-            "reason": _reason(c.error_kind, c.reason),
-            "approval": f"{c.decision} by {c.decided_by or '?'}" if c.decision else "",
-        }
-        for c in calls
+    skipped = Skipped() if window.skip_corrupt else None
+    async with read_models(store, "tool_audit", skip=skipped) as views:
+        reader = ToolAuditReader(views)
+        with Listing("tool-call audit", _AUDIT_COLUMNS, form, json_keys=_AUDIT_KEYS) as listing:
+
+            def fetch(after: int, limit: int) -> Awaitable[list[AuditedCall]]:
+                return reader.calls(
+                    tool=tool, refused=refused, since=window.since_time, after=after, limit=limit
+                )
+
+            async for c in pages(fetch, window):
+                listing.add(_audit_row(c))
+    _report(skipped)
+
+
+def _audit_row(c: AuditedCall) -> list[Any]:
+    return [
+        c.call_id,
+        c.tool,
+        c.stream,
+        _OUTCOMES.get(c.status or "", c.status or ""),
+        c.refused_step or "",
+        _reason(c.error_kind, c.reason),
+        f"{c.decision} by {c.decided_by or '?'}" if c.decision else "",
     ]
-    if as_json:
-        emit_json(rows)
-        return
-    table(
-        "tool-call audit",
-        ["call", "tool", "stream", "outcome", "step", "reason", "approval"],
-        [list(r.values()) for r in rows],
-    )
 
 
 #: Audit statuses as the command names them: a denied call was refused at approval.
@@ -196,10 +262,6 @@ def _reason(error_kind: str | None, reason: str | None) -> str:
     return f"{error_kind}: {reason[:120]}" if error_kind else reason
 
 
-async def _all_calls(reader: ToolAuditReader, *, tool: str | None, refused: bool) -> list[Any]:
-    calls: list[Any] = []
-    while page := await reader.calls(
-        tool=tool, refused=refused, after=calls[-1].position if calls else 0, limit=_PAGE
-    ):
-        calls.extend(page)
-    return calls
+def _report(skipped: Skipped | None) -> None:
+    if skipped:
+        report_skipped(skipped.positions, skipped.damaged)

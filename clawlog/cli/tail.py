@@ -3,6 +3,11 @@
 It reads the log itself, not a read model, so it needs only :mod:`clawlog.events`: a
 quick start for ``clawlog tail -n 1`` in a script. The replay timeline prints its
 events the same way (:func:`print_event`).
+
+Memory is bounded whatever the log's size: ``-n 0`` prints each page as it is read, and
+``-n N`` keeps a window of the last N matches. Unfiltered, ``-n N`` starts reading at
+``head - N + 1``; ``--since TIME`` jumps to the time's position by binary search
+(:func:`~clawlog.cli.points.first_position_at`), then filters on the exact time.
 """
 
 from __future__ import annotations
@@ -14,46 +19,125 @@ from typing import Any
 
 import msgspec
 
-from clawlog.events import EventStore, RecordedEvent, UnknownEvent
+from clawlog.events import EventStore, LogPages, RecordedEvent, UnknownEvent
 
-from .render import emit_json, event_line
+from .points import LogPoint, first_position_at
+from .render import emit_json, event_line, report_skipped
 
 __all__ = ["event_document", "print_event", "summarize", "tail"]
 
 _PAGE = 1000
+_DEFAULT_LAST = 50
 
 
 async def tail(
     store: EventStore,
     *,
     follow: bool,
-    last: int,
+    last: int | None,
     stream_prefix: str | None,
     types: list[str] | None,
     as_json: bool,
+    since: LogPoint | None = None,
+    limit: int = 0,
+    skip_corrupt: bool = False,
 ) -> None:
-    """The last ``last`` events (0: all) that match the filters, up to the head as it is
-    now; with ``follow``, then every new match as it is appended."""
+    """The last ``last`` events (0: all; None: 50, or all with ``since``/``limit``) that
+    match the filters, from ``since`` on and up to the head as it is now, at most
+    ``limit`` of them (0: no limit); with ``follow``, then every new match as it is
+    appended (until ``limit`` events were printed)."""
+    if last is None:
+        last = 0 if since is not None or limit else _DEFAULT_LAST
     head = await store.head_position()
-    # With a filter the last N matches can lie anywhere: scan (filtered in SQL) from 1.
-    filtered = stream_prefix is not None or bool(types)
-    start = max(head - last + 1, 1) if last and not filtered else 1
-    window: deque[RecordedEvent] = deque(maxlen=last or None)
-    while start <= head:
-        page = await store.read_all(start, _PAGE, stream_prefix=stream_prefix, types=types)
-        window.extend(r for r in page if r.position <= head)
-        if len(page) < _PAGE:
-            break
-        start = page[-1].position + 1
-    for recorded in window:
-        print_event(recorded, as_json=as_json)
-    if not follow:
-        return
-    sys.stdout.flush()
-    async with store.subscribe(head + 1, stream_prefix=stream_prefix, types=types) as live:
-        async for recorded in live:
-            print_event(recorded, as_json=as_json)
-            sys.stdout.flush()  # a follower reads each event as it lands, even through a pipe
+    start, after_time = 1, None
+    if since is not None and since.position is not None:
+        start = since.position
+    elif since is not None and since.time is not None:
+        start = await first_position_at(store, since.time, skip_corrupt=skip_corrupt)
+        after_time = since.time
+    # With a stream or type filter the last N matches can lie anywhere: scan (filtered in
+    # SQL) from the start. A time filter is not in the way: the log is in time order.
+    if last and stream_prefix is None and not types:
+        start = max(head - last + 1, start)
+    printer = _Printer(as_json=as_json, limit=limit, after_time=after_time)
+    pages = LogPages(
+        store,
+        start,
+        stop=head,
+        stream_prefix=stream_prefix,
+        types=types,
+        page_size=min(_PAGE, limit) if limit and not last else _PAGE,  # no read past it
+        skip_corrupt=skip_corrupt,
+    )
+    skipped: list[int] = []
+    try:
+        if last:
+            await _print_last(pages, last, printer)
+        else:
+            async for page in pages:
+                if not printer.print_page(page):
+                    return
+        if follow and not printer.done:
+            sys.stdout.flush()
+            await _follow(store, head + 1, stream_prefix, types, printer, skip_corrupt, skipped)
+    finally:
+        report_skipped([*pages.skipped, *skipped], pages.damaged)
+
+
+async def _print_last(pages: LogPages, last: int, printer: _Printer) -> None:
+    window: deque[RecordedEvent] = deque(maxlen=last)
+    async for page in pages:
+        window.extend(r for r in page if printer.wanted(r))
+    printer.print_page(list(window))
+
+
+async def _follow(
+    store: EventStore,
+    start: int,
+    stream_prefix: str | None,
+    types: list[str] | None,
+    printer: _Printer,
+    skip_corrupt: bool,
+    skipped: list[int],
+) -> None:
+    live = store.subscribe(
+        start, stream_prefix=stream_prefix, types=types, skip_corrupt=skip_corrupt
+    )
+    try:
+        async with live:
+            async for recorded in live:
+                if not printer.print_page([recorded]):
+                    return
+                sys.stdout.flush()  # a follower reads each event as it lands, even piped
+    finally:
+        skipped.extend(live.skipped)
+
+
+class _Printer:
+    """Prints events, after ``after_time`` only, until ``limit`` were printed."""
+
+    def __init__(self, *, as_json: bool, limit: int, after_time: float | None) -> None:
+        self.as_json = as_json
+        self.limit = limit
+        self.after_time = after_time
+        self.printed = 0
+
+    @property
+    def done(self) -> bool:
+        return bool(self.limit) and self.printed >= self.limit
+
+    def wanted(self, recorded: RecordedEvent) -> bool:
+        return self.after_time is None or recorded.recorded_at >= self.after_time
+
+    def print_page(self, page: list[RecordedEvent]) -> bool:
+        """Print the wanted events of ``page``; False once ``limit`` is reached."""
+        for recorded in page:
+            if self.done:
+                return False
+            if self.wanted(recorded):
+                print_event(recorded, as_json=self.as_json)
+                self.printed += 1
+        return not self.done
 
 
 def print_event(recorded: RecordedEvent, *, as_json: bool) -> None:

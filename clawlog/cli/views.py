@@ -1,19 +1,31 @@
 """The read models behind the reader commands: caught up with the log, then queried.
 
-The readers (``history``, ``board``, ``routes``, ``audit``, ``delegations``) query the
-projections' read models rather than folding the log themselves, as any dashboard would.
-Before a command reads, a projection runner brings the read model it queries up to the
-log's head: in ``clawlog.views.db`` next to an SQLite log (created on first use, then only
-the new events are applied), or a per-database file under ``~/.cache/clawlog`` for
-PostgreSQL.
-Where that file cannot be written (a read-only copy of a log), the models are built in a
-temporary file instead. The log itself is never written.
+The readers (``history``, ``board``, ``routes``, ``audit``, ``delegations``, ``mcp``) query
+the projections' read models rather than folding the log themselves, as any dashboard
+would. Before a command reads, a projection runner brings the read model it queries up to
+the log's head: in ``clawlog.views.db`` next to an SQLite log (created on first use, then
+only the new events are applied), or a per-database file under ``~/.cache/clawlog`` for
+PostgreSQL. The log itself is never written.
+
+Where that file cannot be written or read -- a read-only copy of a log, a full disk
+(SQLite's "database or disk is full", at the first write or in the middle of a catch-up),
+a damaged views file -- the model is built in a temporary file instead, from position 1.
+
+``--skip-corrupt`` always builds in a temporary file, never in the shared one: a runner
+that skips a corrupt row moves its checkpoint past it for good, and the shared file is
+also what the other readers (and an application's own runner) use. Had the skip been
+written there, they would no longer hear of the damage, and a later repair of the log
+(a restored backup) would not reach the model until a rebuild. The price is a full
+catch-up of the one model the command reads, on every such run (about as long as the
+first ``clawlog audit`` on the log: see BENCHMARKS.md), which is acceptable for a flag
+used to look at a damaged log.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import sqlite3
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,10 +38,14 @@ from clawlog.projections import (
     ReadModels,
     views_path_for,
 )
+from clawlog.projections.timeline import Skipped
 
 from .errors import CliError
 
 __all__ = ["default_views_path", "read_models"]
+
+#: Failures of the views file itself: unwritable, full, foreign or damaged.
+_VIEWS_ERRORS = (OSError, ProjectionError, sqlite3.Error)
 
 
 def default_views_path(store: EventStore) -> Path:
@@ -44,37 +60,66 @@ def default_views_path(store: EventStore) -> Path:
 
 @contextlib.asynccontextmanager
 async def read_models(
-    store: EventStore, needs: str, views: Path | None = None
+    store: EventStore, needs: str, *, skip: Skipped | None = None
 ) -> AsyncIterator[ReadModels]:
     """Read models of ``store`` caught up to its head as of now; ``needs`` names the
-    projection the command reads, whose failure is reported as the command's error."""
-    path = views or default_views_path(store)
-    try:
-        await _catch_up(store, path, needs)
-    except (OSError, ProjectionError) as exc:
-        if views is not None:
-            raise CliError(f"cannot bring the read models in {path} up to date: {exc}") from exc
-        with tempfile.TemporaryDirectory(prefix="clawlog-views-") as scratch:
-            fallback = Path(scratch) / "views.db"
-            await _catch_up(store, fallback, needs)
-            async with ReadModels(fallback) as models:
+    projection the command reads, whose failure is reported as the command's error.
+    With ``skip``, corrupt events are stepped over (in a temporary file) and their
+    positions recorded in it."""
+    path = default_views_path(store)
+    if skip is None:
+        try:
+            await _catch_up(store, path, needs, None)
+        except _VIEWS_ERRORS:  # not the log's: its errors are EventStoreErrors
+            pass
+        else:
+            async with _reading(path) as models:
                 yield models
             return
-    async with ReadModels(path) as models:
-        yield models
+    with tempfile.TemporaryDirectory(prefix="clawlog-views-") as scratch:
+        fallback = Path(scratch) / "views.db"
+        try:
+            await _catch_up(store, fallback, needs, skip)
+        except _VIEWS_ERRORS as exc:
+            raise CliError(
+                f"cannot build the read model {needs!r}, neither in {path} nor in a "
+                f"temporary file: {_one_line(exc)}"
+            ) from exc
+        async with _reading(fallback) as models:
+            yield models
 
 
-async def _catch_up(store: EventStore, path: Path, needs: str) -> None:
+@contextlib.asynccontextmanager
+async def _reading(path: Path) -> AsyncIterator[ReadModels]:
+    # Not OSError: in the command's body that is stdout's (a closed pipe), not the file's.
+    try:
+        async with ReadModels(path) as models:
+            yield models
+    except (ProjectionError, sqlite3.Error) as exc:
+        raise CliError(f"cannot read the read models in {path}: {_one_line(exc)}") from exc
+
+
+async def _catch_up(store: EventStore, path: Path, needs: str, skip: Skipped | None) -> None:
     # Only the read model the command queries: each keeps its own checkpoint, so the
     # others catch up whenever a command reads them (and reads only their event types).
     wanted = [p() for p in ALL_PROJECTIONS if p.name == needs]
     if not wanted:
         raise ValueError(f"no read model named {needs!r}")
-    async with ProjectionRunner(store, path, wanted) as runner:
-        await runner.catch_up()
+    async with ProjectionRunner(store, path, wanted, skip_corrupt=skip is not None) as runner:
+        try:
+            await runner.catch_up()
+        finally:
+            if skip is not None:
+                skip.positions.extend(sorted(runner.skipped))
+                skip.damaged.extend(runner.damaged)
         [status] = runner.statuses()
     if status.status == "failed":
+        hint = "--skip-corrupt to step over it, " if "corrupt" in (status.error or "") else ""
         raise CliError(
             f"read model {needs!r} failed at position {status.failed_at}: {status.error} "
-            "(run `clawlog rebuild` once the cause is fixed)"
+            f"({hint}`clawlog rebuild` once the cause is fixed)"
         )
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__

@@ -21,7 +21,13 @@ from typing import Any
 import asyncpg
 
 from ..envelope import EventMetadata, NewRecord, StoredRecord
-from ..errors import NotAClawlogDatabase, StoreClosed, StoreUnavailable
+from ..errors import (
+    EventStoreError,
+    NotAClawlogDatabase,
+    StoreClosed,
+    StoreDamaged,
+    StoreUnavailable,
+)
 from ..logging import get_logger
 from .base import SnapshotRecord
 from .postgres_sql import SCHEMA_VERSION, ddl
@@ -36,6 +42,8 @@ _COLUMNS = (
     "correlation_id, causation_id, actor, idempotency_key"
 )
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+#: SQLSTATEs of a read whose table, column or schema is gone: the log is damaged.
+_MISSING_SCHEMA = frozenset({"42P01", "42703", "3F000"})
 
 
 class PostgresBackend:
@@ -221,7 +229,8 @@ class PostgresBackend:
             sql += f" AND type = any(${len(params)}::text[])"
         params.append(limit)
         sql += f" ORDER BY position LIMIT ${len(params)}"
-        return [StoredRecord(*row) for row in await self._fetch(sql, *params)]
+        rows = await self._fetch(sql, *params, position=from_position)
+        return [StoredRecord(*row) for row in rows]
 
     async def stream_version(self, stream: str) -> int:
         rows = await self._fetch(
@@ -294,12 +303,27 @@ class PostgresBackend:
             )
 
     # -- helpers ------------------------------------------------------------------------
-    async def _fetch(self, sql: str, *params: Any) -> list[Any]:
+    async def _fetch(self, sql: str, *params: Any, position: int | None = None) -> list[Any]:
         pool = self._check_open()
         try:
             return list(await pool.fetch(sql, *params))
         except _UNAVAILABLE as exc:
             raise StoreUnavailable(f"PostgreSQL is unreachable: {exc}") from exc
+        except asyncpg.PostgresError as exc:
+            raise self._read_failure(exc, position) from exc
+
+    def _read_failure(self, exc: asyncpg.PostgresError, position: int | None) -> EventStoreError:
+        """:class:`StoreDamaged` for what the server reports as damage (SQLSTATE class XX:
+        data or index corrupted) or a table or column of the log that is gone (every read
+        fails then, wherever it starts: no position); any other refusal of a read
+        (permissions, a full disk, a cancelled query) is :class:`StoreUnavailable`."""
+        state = str(getattr(exc, "sqlstate", "") or "")
+        log = f"in PostgreSQL schema {self.schema}"
+        if state in _MISSING_SCHEMA:
+            return StoreDamaged(log, None, str(exc))
+        if state.startswith("XX"):
+            return StoreDamaged(log, position, str(exc))
+        return StoreUnavailable(f"PostgreSQL refused a read of schema {self.schema}: {exc}")
 
     async def _execute(self, sql: str, *params: Any) -> Any:
         pool = self._check_open()

@@ -5,7 +5,9 @@ which takes everything queued as one batch, commits it in one transaction and an
 every caller of the batch with one hop back to the loop, each append with its own result
 or its own :class:`VersionConflict`. While one batch commits, the next one queues. Reads
 use their own aiosqlite connection. ``synchronous=FULL`` by default, so an acknowledged
-append is on disk.
+append is on disk. A read never lets an ``sqlite3`` error out: a damaged file is
+:class:`StoreDamaged` naming the first position the read could not get past, anything
+else :class:`StoreUnavailable` (:func:`_read_failure`).
 """
 
 from __future__ import annotations
@@ -21,11 +23,17 @@ from typing import Any, Literal
 import aiosqlite
 
 from ..envelope import EventMetadata, NewRecord, StoredRecord
-from ..errors import EventStoreError, StoreClosed, StoreUnavailable
+from ..errors import EventStoreError, StoreClosed, StoreDamaged, StoreUnavailable
 from ..logging import get_logger
 from .aiosqlite_calls import call_on_thread
 from .base import SnapshotRecord
-from .sqlite_schema import WriterLock, check_schema
+from .sqlite_schema import (
+    WriterLock,
+    check_schema,
+    may_open_immutable,
+    read_only_uri,
+    unreadable_because,
+)
 from .sqlite_thread import WriterThread
 from .sqlite_writer import AppendRequest, BatchWriter, Outcome, SnapshotRequest
 
@@ -37,6 +45,12 @@ _COLUMNS = (
     "correlation_id, causation_id, actor, idempotency_key"
 )
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
+#: Primary SQLite result codes of a read that mean the file is damaged.
+_DAMAGED_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+#: What SQLite says (as a plain SQL error) when a table or column of the log is gone.
+_MISSING_SCHEMA = ("no such table", "no such column")
+#: The index of ``UNIQUE (stream, version)``: it holds every row's position too.
+_INDEX = "sqlite_autoindex_events_1"
 
 
 class SqliteBackend:
@@ -78,7 +92,7 @@ class SqliteBackend:
             if self.read_only:
                 if not self.path.exists():
                     raise EventStoreError(f"{self.path} does not exist")
-                await self._open_reader(f"file:{self.path}?mode=ro")
+                await self._open_follower()
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._lock.acquire()
@@ -107,8 +121,22 @@ class SqliteBackend:
         self._submit = self._thread.submit
         self._head = await self._thread.start()
 
+    async def _open_follower(self) -> None:
+        """Open read-only; on a read-only mount or directory, where SQLite cannot create
+        the ``-shm`` file of a WAL log, retry with ``immutable=1`` when the rule of
+        :func:`.sqlite_schema.may_open_immutable` says that reads no stale data."""
+        try:
+            await self._open_reader(read_only_uri(self.path))
+        except StoreUnavailable as exc:
+            if not may_open_immutable(self.path, exc.__cause__):
+                raise
+            _log.info("reading a log on a read-only mount as immutable", path=str(self.path))
+            await self._close_connections()
+            self._reader = None
+            await self._open_reader(read_only_uri(self.path, immutable=True))
+
     async def _open_reader(self, uri: str) -> None:
-        self._reader = await _connect(uri, uri=uri.startswith("file:"))
+        self._reader = await _connect(uri, self.path, uri=uri.startswith("file:"))
         await self._reader.execute("PRAGMA busy_timeout=5000")
         await self._reader.execute("PRAGMA query_only=1")
         if await call_on_thread(self._reader, check_schema, str(self.path)) is False:
@@ -195,7 +223,9 @@ class SqliteBackend:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return await self._fetch(sql, params)
+        return await call_on_thread(
+            self._check_readable(), _fetch_records, sql, params, str(self.path), None, stream
+        )
 
     async def read_all(
         self,
@@ -215,10 +245,9 @@ class SqliteBackend:
             params.extend(types)
         sql += " ORDER BY position LIMIT ?"
         params.append(limit)
-        return await self._fetch(sql, params)
-
-    async def _fetch(self, sql: str, params: Sequence[Any]) -> list[StoredRecord]:
-        return await call_on_thread(self._check_readable(), _fetch_records, sql, params)
+        return await call_on_thread(
+            self._check_readable(), _fetch_records, sql, params, str(self.path), from_position
+        )
 
     async def stream_version(self, stream: str) -> int:
         reader = self._check_readable()
@@ -226,10 +255,15 @@ class SqliteBackend:
             cached = self._batch.versions.get(stream)
             if cached is not None:
                 return cached
-        rows = await reader.execute_fetchall(
-            "SELECT max(version) FROM events WHERE stream = ?", (stream,)
+        row = await call_on_thread(
+            reader,
+            _fetch_one,
+            "SELECT max(version) FROM events WHERE stream = ?",
+            (stream,),
+            str(self.path),
+            f"the version of stream {stream!r}",
         )
-        return int(next(iter(rows))[0] or 0)
+        return int(row[0] or 0)
 
     async def head_position(self) -> int:
         self._check_readable()
@@ -238,9 +272,9 @@ class SqliteBackend:
         return self._head
 
     async def head_position_from_disk(self) -> int:
+        """The newest position in the file (see :func:`_read_head` for a damaged file)."""
         assert self._reader is not None
-        rows = await self._reader.execute_fetchall("SELECT max(position) FROM events")
-        return int(next(iter(rows))[0] or 0)
+        return await call_on_thread(self._reader, _read_head, str(self.path))
 
     async def wait_for_append(self, after_position: int, timeout: float) -> None:
         self._check_readable()
@@ -260,15 +294,16 @@ class SqliteBackend:
             await asyncio.wait_for(changed.wait(), timeout)
 
     async def load_snapshot(self, stream: str) -> SnapshotRecord | None:
-        reader = self._check_readable()
-        rows = list(
-            await reader.execute_fetchall(
-                "SELECT stream, version, state_type, payload, recorded_at "
-                "FROM snapshots WHERE stream = ?",
-                (stream,),
-            )
+        row = await call_on_thread(
+            self._check_readable(),
+            _fetch_one,
+            "SELECT stream, version, state_type, payload, recorded_at "
+            "FROM snapshots WHERE stream = ?",
+            (stream,),
+            str(self.path),
+            f"the snapshot of stream {stream!r}",
         )
-        return SnapshotRecord(*rows[0]) if rows else None
+        return None if row is None else SnapshotRecord(*row)
 
     # -- state checks -------------------------------------------------------------------
     def _check_writable(self) -> None:
@@ -283,11 +318,17 @@ class SqliteBackend:
         return self._reader
 
 
-async def _connect(database: str, *, uri: bool = False) -> aiosqlite.Connection:
+async def _connect(database: str, path: Path, *, uri: bool = False) -> aiosqlite.Connection:
+    connection = aiosqlite.connect(database, uri=uri, isolation_level=None)
     try:
-        return await aiosqlite.connect(database, uri=uri, isolation_level=None)
+        return await connection
     except sqlite3.Error as exc:
-        raise EventStoreError(f"cannot open {database}: {exc}") from exc
+        # aiosqlite stops its thread after a failed connect without waiting for it: wait
+        # here, while the loop runs, or the thread's last reply finds the loop closed.
+        worker = getattr(connection, "_thread", None)
+        if worker is not None:
+            await asyncio.to_thread(worker.join, 5)
+        raise StoreUnavailable(f"cannot open {path}: {unreadable_because(path, exc)}") from exc
 
 
 def _cause(exc: OSError | sqlite3.Error) -> str:
@@ -297,10 +338,108 @@ def _cause(exc: OSError | sqlite3.Error) -> str:
     return str(exc)
 
 
+def _read_failure(
+    exc: sqlite3.Error, path: str, position: int | None, doing: str
+) -> EventStoreError:
+    """The store's error for a failed read: :class:`StoreDamaged` when the file itself is
+    bad (SQLITE_CORRUPT, SQLITE_NOTADB), or a table or column is gone (SQLite says so as a
+    plain SQL error; every read fails then, wherever it starts, so no position), else
+    :class:`StoreUnavailable` (I/O error, full disk, permissions, a file that cannot be
+    opened, busy or locked): waiting may help those."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    reason = f"{exc} ({doing})"
+    if code is not None and code & 0xFF in _DAMAGED_CODES:
+        return StoreDamaged(path, position, reason)
+    if str(exc).startswith(_MISSING_SCHEMA):
+        return StoreDamaged(path, None, reason)
+    return StoreUnavailable(f"cannot read {path}: {reason}")
+
+
 def _not_open(*_: object) -> Any:
     """Stands in for the writer's submit and future factory until the store is open."""
     raise StoreClosed("the store is not open for writing")
 
 
-def _fetch_records(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[StoredRecord]:
-    return [StoredRecord(*row) for row in conn.execute(sql, params)]
+def _fetch_records(
+    conn: sqlite3.Connection,
+    sql: str,
+    params: Sequence[Any],
+    path: str,
+    position: int | None,
+    stream: str | None = None,
+) -> list[StoredRecord]:
+    """Run a read on the reader's thread. The good path is one comprehension; a failure
+    reads again row by row to learn how far the read gets, then raises the store's error
+    (:func:`_read_failure`) naming the first position it could not read."""
+    try:
+        return [StoredRecord(*row) for row in conn.execute(sql, params)]
+    except sqlite3.Error:
+        pass
+    records: list[StoredRecord] = []
+    try:
+        for row in conn.execute(sql, params):
+            records.append(StoredRecord(*row))
+    except sqlite3.Error as exc:
+        if stream is not None:
+            raise _read_failure(exc, path, None, f"reading stream {stream!r}") from exc
+        assert position is not None
+        doing = f"reading events from position {position}"
+        position = _first_unread(conn, sql, params, records, position)
+        raise _read_failure(exc, path, position, doing) from exc
+    return records  # the first failure did not happen again (a busy or interrupted read)
+
+
+def _first_unread(
+    conn: sqlite3.Connection,
+    sql: str,
+    params: Sequence[Any],
+    returned: list[StoredRecord],
+    start: int,
+) -> int:
+    """The position after the last row a failed ``read_all`` read (``start`` if none).
+
+    Python's sqlite3 steps one row ahead: when the step to row n + 2 fails, row n + 1 was
+    read but never returned. Reading again with the limit (``read_all``'s last
+    parameter) set to n + 1 stops before the failing step and returns that row too.
+    """
+    try:
+        rows = conn.execute(sql, [*params[:-1], len(returned) + 1]).fetchall()
+    except sqlite3.Error:
+        rows = returned
+    if len(rows) > len(returned):
+        return int(rows[-1][0]) + 1
+    return returned[-1].position + 1 if returned else start
+
+
+def _fetch_one(
+    conn: sqlite3.Connection, sql: str, params: Sequence[Any], path: str, what: str
+) -> Any:
+    """The first row of a one-row read (None if there is none), or the store's error."""
+    try:
+        return conn.execute(sql, params).fetchone()
+    except sqlite3.Error as exc:
+        raise _read_failure(exc, path, None, f"reading {what}") from exc
+
+
+def _read_head(conn: sqlite3.Connection, path: str) -> int:
+    """The newest position in the file.
+
+    ``max(position)`` walks the events table's right edge. When a page on it cannot be
+    read, the head is the largest position in the ``UNIQUE (stream, version)`` index
+    instead: the index holds every row's position in pages of its own, so it survives
+    damage to the table's pages, and reading it whole (a covering-index scan: about a
+    second per million events) only happens on a damaged file. If the index cannot be
+    read either, the head is unknown: :class:`StoreDamaged` with no position.
+    """
+    try:
+        return int(conn.execute("SELECT max(position) FROM events").fetchone()[0] or 0)
+    except sqlite3.Error as exc:
+        failure = _read_failure(exc, path, None, "reading the newest position")
+        if not isinstance(failure, StoreDamaged):
+            raise failure from exc
+    try:
+        row = conn.execute(f"SELECT max(position) FROM events INDEXED BY {_INDEX}").fetchone()
+    except sqlite3.Error as exc:
+        raise failure from exc
+    _log.warning("head read from the index: the events table is damaged", error=str(failure))
+    return int(row[0] or 0)

@@ -12,7 +12,7 @@ import msgspec
 from clawlog.events import RecordedEvent
 
 from .._sql import insert_rows, select_in
-from ..readers import Reader, where
+from ..readers import Reader, check_page, log_order, where
 
 __all__ = [
     "ActorIncident",
@@ -104,6 +104,7 @@ class ActorLifecycle:
         position INTEGER PRIMARY KEY, path TEXT NOT NULL, kind TEXT NOT NULL,
         detail TEXT NOT NULL, message TEXT NOT NULL, recorded_at REAL NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS actor_incidents_path ON actor_incidents (path, position)",
+        "CREATE INDEX IF NOT EXISTS actor_incidents_recorded ON actor_incidents (recorded_at)",
     )
     types: ClassVar[tuple[str, ...]] = (
         "actor.dead_letter",
@@ -180,10 +181,13 @@ class ActorLifecycleReader(Reader):
         prefix: str | None = None,
         after: str | None = None,
         limit: int = 100,
+        since: float | None = None,
     ) -> list[ActorSummary]:
-        """Actors by path; pass the last ``path`` of a page as ``after``."""
-        clauses: list[str] = []
-        params: list[Any] = []
+        """Actors by path; pass the last ``path`` of a page as ``after`` (a listing by
+        name pages by name). ``since``: whose last event was at or after it."""
+        check_page(0, limit, since)
+        clauses: list[str] = ["path > ?"]
+        params: list[Any] = [after or ""]
         for column, value in (("status", status), ("kind", kind)):
             if value is not None:
                 clauses.append(f"{column} = ?")
@@ -191,9 +195,9 @@ class ActorLifecycleReader(Reader):
         if prefix is not None:
             clauses.append("substr(path, 1, ?) = ?")
             params += [len(prefix), prefix]
-        if after is not None:
-            clauses.append("path > ?")
-            params.append(after)
+        if since is not None:
+            clauses.append("last_at >= ?")
+            params.append(since)
         rows = await self.models.query(
             f"SELECT {_COLUMNS} FROM actor_lifecycle{where(clauses)} ORDER BY path LIMIT ?",
             [*params, limit],
@@ -218,17 +222,14 @@ class ActorLifecycleReader(Reader):
     ) -> list[ActorIncident]:
         """Incidents in log order (``kinds`` e.g. ``["dead_letter"]``); page with
         ``after`` = the last row's ``position``."""
-        clauses: list[str] = ["position > ?"]
-        params: list[Any] = [after]
+        check_page(after, limit, since)
+        clauses, params = log_order("actor_incidents", "recorded_at", after, since)
         if path is not None:
             clauses.append("path = ?")
             params.append(path)
         if kinds:
             clauses.append(f"kind IN ({','.join('?' * len(kinds))})")
             params.extend(kinds)
-        if since is not None:
-            clauses.append("recorded_at >= ?")
-            params.append(since)
         if until is not None:
             clauses.append("recorded_at < ?")
             params.append(until)

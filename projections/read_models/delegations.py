@@ -24,7 +24,7 @@ from clawlog.events.folds.delegation import (
     is_overdue,
 )
 
-from ..readers import Reader, where
+from ..readers import Reader, check_page, where
 
 __all__ = [
     "DelegationReader",
@@ -36,13 +36,21 @@ __all__ = [
 
 class Delegations:
     name: ClassVar[str] = "delegations"
-    version: ClassVar[int] = 1
+    #: 2: ``position`` (of the request): the listing's order and cursor, by index.
+    version: ClassVar[int] = 2
     table_names = ("delegations",)
     tables = (
         """CREATE TABLE IF NOT EXISTS delegations (
         delegation_id TEXT PRIMARY KEY, source TEXT NOT NULL, target TEXT NOT NULL,
         mode TEXT, task TEXT, status TEXT NOT NULL, reason TEXT, attempts INTEGER DEFAULT 1,
-        requested_at REAL, deadline_at REAL, finished_at REAL, announced INTEGER DEFAULT 0)""",
+        requested_at REAL, deadline_at REAL, finished_at REAL, announced INTEGER DEFAULT 0,
+        position INTEGER NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS delegations_position ON delegations (position)",
+        # `clawlog delegations --overdue`: only the running ones are read.
+        "CREATE INDEX IF NOT EXISTS delegations_running ON delegations (position) "
+        "WHERE status = 'running'",
+        "CREATE INDEX IF NOT EXISTS delegations_source ON delegations (source, position)",
+        "CREATE INDEX IF NOT EXISTS delegations_target ON delegations (target, position)",
     )
     types: ClassVar[tuple[str, ...]] = (
         "delegation.requested",
@@ -59,8 +67,8 @@ class Delegations:
             case "delegation.requested":
                 conn.execute(
                     "INSERT OR REPLACE INTO delegations (delegation_id, source, target, "
-                    "mode, task, status, requested_at, deadline_at) VALUES "
-                    "(?, ?, ?, ?, ?, 'running', ?, ?)",
+                    "mode, task, status, requested_at, deadline_at, position) VALUES "
+                    "(?, ?, ?, ?, ?, 'running', ?, ?, ?)",
                     (
                         event.delegation_id,
                         event.source,
@@ -69,6 +77,7 @@ class Delegations:
                         event.task,
                         event.at,
                         deadline_of(event),
+                        recorded.position,
                     ),
                 )
             case "delegation.retried":
@@ -101,7 +110,7 @@ def overdue_delegations(conn: sqlite3.Connection, now: float | None = None) -> l
     return [
         row[0]
         for row in conn.execute(
-            f"SELECT delegation_id FROM delegations WHERE {_OVERDUE} ORDER BY requested_at",
+            f"SELECT delegation_id FROM delegations WHERE {_OVERDUE} ORDER BY position",
             (now,),
         )
     ]
@@ -122,6 +131,8 @@ class DelegationRecord(msgspec.Struct, frozen=True):
     deadline_at: float | None
     finished_at: float | None
     announced: bool
+    #: Position of the request (the listing's order and pagination cursor).
+    position: int
     overdue: bool
 
 
@@ -140,12 +151,17 @@ class DelegationReader(Reader):
         status: DelegationStatus | None = None,
         overdue_only: bool = False,
         now: float | None = None,
+        since: float | None = None,
+        after: int = 0,
         limit: int = -1,
     ) -> list[DelegationRecord]:
-        """Delegations in the order they were requested; ``now`` decides what is overdue."""
+        """Delegations in the order they were requested (log order; page with ``after``
+        = the last row's ``position``); ``now`` decides what is overdue; ``since``:
+        requested at or after it (the request's own time, filtered row by row)."""
+        check_page(after, limit, since)
         now = time.time() if now is None else now
-        clauses: list[str] = []
-        params: list[Any] = []
+        clauses: list[str] = ["position > ?"]
+        params: list[Any] = [after]
         for column, value in (("source", source), ("target", target), ("status", status)):
             if value is not None:
                 clauses.append(f"{column} = ?")
@@ -153,9 +169,12 @@ class DelegationReader(Reader):
         if overdue_only:
             clauses.append(_OVERDUE)
             params.append(now)
+        if since is not None:
+            clauses.append("requested_at >= ?")
+            params.append(since)
         rows = await self.models.query(
             f"SELECT {_DELEGATION_COLUMNS} FROM delegations{where(clauses)} "
-            "ORDER BY requested_at, delegation_id LIMIT ?",
+            "ORDER BY position LIMIT ?",
             [*params, limit],
         )
         return [_delegation(row, now) for row in rows]

@@ -27,7 +27,7 @@ from clawlog.events.folds.mcp import (
     fold_connection,
 )
 
-from ..readers import Reader, where
+from ..readers import Reader, check_page, where
 
 __all__ = [
     "McpGrantRow",
@@ -78,11 +78,15 @@ class McpHealth:
         server_name TEXT NOT NULL DEFAULT '', server_version TEXT NOT NULL DEFAULT '',
         last_error TEXT NOT NULL DEFAULT '', last_error_kind TEXT NOT NULL DEFAULT '',
         last_error_at REAL NOT NULL DEFAULT 0, since REAL NOT NULL DEFAULT 0)""",
+        "CREATE INDEX IF NOT EXISTS mcp_health_state ON mcp_health (state, server)",
         """CREATE TABLE IF NOT EXISTS mcp_tools (
         server TEXT NOT NULL, registered_name TEXT NOT NULL, name TEXT NOT NULL,
         description TEXT NOT NULL, read_only INTEGER, destructive INTEGER,
         requires_approval INTEGER NOT NULL, skipped_reason TEXT NOT NULL,
         PRIMARY KEY (server, name))""",
+        # A server's tools in the order they are listed (offered first), without a sort.
+        "CREATE INDEX IF NOT EXISTS mcp_tools_order "
+        "ON mcp_tools (server, skipped_reason != '', registered_name, name)",
         """CREATE TABLE IF NOT EXISTS mcp_grants (
         server TEXT NOT NULL, scope TEXT NOT NULL, subject TEXT NOT NULL,
         enabled INTEGER NOT NULL, tool_allow TEXT, tool_deny TEXT NOT NULL,
@@ -286,16 +290,28 @@ class McpHealthReader(Reader):
     projection: ClassVar[str] = "mcp_health"
 
     async def servers(
-        self, *, state: str | None = None, include_removed: bool = False, limit: int = -1
+        self,
+        *,
+        state: str | None = None,
+        include_removed: bool = False,
+        since: float | None = None,
+        after: str | None = None,
+        limit: int = -1,
     ) -> list[McpServerHealth]:
-        """Servers by name; removed ones only with ``include_removed`` (or ``state``)."""
-        clauses: list[str] = []
-        params: list[Any] = []
+        """Servers by name; removed ones only with ``include_removed`` (or ``state``).
+        A listing by name pages by name: pass the last ``server`` of a page as
+        ``after``. ``since``: in their state since that moment or later (epoch s)."""
+        check_page(0, limit, since)
+        clauses: list[str] = ["h.server > ?"]
+        params: list[Any] = [after or ""]
         if state is not None:
             clauses.append("state = ?")
             params.append(state)
         elif not include_removed:
             clauses.append("removed = 0")
+        if since is not None:
+            clauses.append("since >= ?")
+            params.append(since)
         rows = await self.models.query(
             f"{_SERVER_SELECT}{where(clauses)} ORDER BY h.server LIMIT ?", [*params, limit]
         )
@@ -306,22 +322,37 @@ class McpHealthReader(Reader):
         rows = await self.models.query(f"{_SERVER_SELECT} WHERE h.server = ?", [name])
         return _server(rows[0]) if rows else None
 
-    async def tools(self, server: str) -> list[McpToolRow]:
-        """The tools of the server's last listing, offered ones first, by name."""
+    async def tools(self, server: str, *, limit: int = -1) -> list[McpToolRow]:
+        """The tools of the server's last listing, offered ones first, by name (the first
+        ``limit`` of them; one listing is one event's worth: no paging needed)."""
+        check_page(0, limit)
         rows = await self.models.query(
             "SELECT t.server, registered_name, name, description, read_only, destructive, "
             "requires_approval, skipped_reason, h.offered AND skipped_reason = '' "
             "FROM mcp_tools t JOIN mcp_health h ON h.server = t.server WHERE t.server = ? "
-            "ORDER BY skipped_reason != '', registered_name, name",
-            [server],
+            "ORDER BY skipped_reason != '', registered_name, name LIMIT ?",
+            [server, limit],
         )
         return [_tool(row) for row in rows]
 
-    async def grants(self, server: str | None = None) -> list[McpGrantRow]:
-        """Grants by server, scope and subject."""
-        clauses, params = (["server = ?"], [server]) if server is not None else ([], [])
+    async def grants(
+        self,
+        server: str | None = None,
+        *,
+        after: tuple[str, str, str] | None = None,
+        limit: int = -1,
+    ) -> list[McpGrantRow]:
+        """Grants by server, scope and subject; page with ``after`` = the last row's
+        ``(server, scope, subject)``."""
+        check_page(0, limit)
+        clauses: list[str] = ["(server, scope, subject) > (?, ?, ?)"]
+        params: list[Any] = list(after or ("", "", ""))
+        if server is not None:
+            clauses.append("server = ?")
+            params.append(server)
         rows = await self.models.query(
-            f"SELECT * FROM mcp_grants{where(clauses)} ORDER BY server, scope, subject", params
+            f"SELECT * FROM mcp_grants{where(clauses)} ORDER BY server, scope, subject LIMIT ?",
+            [*params, limit],
         )
         return [
             McpGrantRow(

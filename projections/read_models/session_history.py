@@ -12,7 +12,7 @@ import msgspec
 from clawlog.events import RecordedEvent
 
 from .._sql import insert_rows
-from ..readers import Reader, where
+from ..readers import Reader, check_page, log_order, where
 
 __all__ = ["HistoryEntry", "HistoryKind", "SessionHistory", "SessionHistoryReader"]
 
@@ -43,6 +43,8 @@ class SessionHistory:
         position INTEGER PRIMARY KEY, stream TEXT NOT NULL, turn_id TEXT, kind TEXT NOT NULL,
         who TEXT NOT NULL, text TEXT NOT NULL, recorded_at REAL NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS session_history_stream ON session_history (stream)",
+        # ``since``: where in the log a moment falls (see readers.log_order).
+        "CREATE INDEX IF NOT EXISTS session_history_recorded ON session_history (recorded_at)",
     )
     types: ClassVar[tuple[str, ...]] = (
         "session.turn_started",
@@ -120,10 +122,14 @@ class SessionHistoryReader(Reader):
         after: int = 0,
         limit: int = 100,
         kinds: Sequence[HistoryKind] | None = None,
+        since: float | None = None,
     ) -> list[HistoryEntry]:
-        """Entries of ``stream`` after position ``after`` (pagination), optionally by kind."""
-        clauses: list[str] = ["stream = ?", "position > ?"]
-        params: list[Any] = [stream, after]
+        """Entries of ``stream`` after position ``after`` (pagination), optionally by kind
+        and recorded at or after ``since`` (epoch seconds); ``limit=-1`` for all."""
+        check_page(after, limit, since)
+        clauses, params = log_order("session_history", "recorded_at", after, since)
+        clauses.append("stream = ?")
+        params.append(stream)
         if kinds:
             clauses.append(f"kind IN ({','.join('?' * len(kinds))})")
             params.extend(kinds)

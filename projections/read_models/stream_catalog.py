@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from ..base import Envelope
-from ..readers import Reader, where
+from ..readers import Reader, check_page, where
 
 __all__ = ["StreamCatalog", "StreamCatalogReader", "StreamInfo"]
 
@@ -57,6 +57,8 @@ class StreamCatalog:
         ) WITHOUT ROWID""",
         "CREATE INDEX IF NOT EXISTS stream_catalog_kind ON stream_catalog (kind, stream)",
         "CREATE INDEX IF NOT EXISTS stream_catalog_recent ON stream_catalog (last_position)",
+        "CREATE INDEX IF NOT EXISTS stream_catalog_kind_recent "
+        "ON stream_catalog (kind, last_position)",
     )
     types: ClassVar[Sequence[str] | None] = None
 
@@ -85,6 +87,7 @@ class StreamCatalog:
 
 
 _stream = attrgetter("stream")
+_PAST_EVERY_POSITION = 2**63 - 1
 
 
 class StreamCatalogReader(Reader):
@@ -99,19 +102,22 @@ class StreamCatalogReader(Reader):
         prefix: str | None = None,
         after: str | None = None,
         limit: int = 100,
+        since: float | None = None,
     ) -> list[StreamInfo]:
-        """Streams by name; pass the last ``stream`` of a page as ``after``."""
-        clauses: list[str] = []
-        params: list[Any] = []
+        """Streams by name; pass the last ``stream`` of a page as ``after`` (a listing by
+        name pages by name). ``since``: whose last event was at or after it."""
+        check_page(0, limit, since)
+        clauses: list[str] = ["stream > ?"]
+        params: list[Any] = [after or ""]
         if kind is not None:
             clauses.append("kind = ?")
             params.append(kind)
         if prefix is not None:
             clauses.append("substr(stream, 1, ?) = ?")
             params += [len(prefix), prefix]
-        if after is not None:
-            clauses.append("stream > ?")
-            params.append(after)
+        if since is not None:
+            clauses.append("last_at >= ?")
+            params.append(since)
         rows = await self.models.query(
             f"SELECT {_COLUMNS} FROM stream_catalog{where(clauses)} ORDER BY stream LIMIT ?",
             [*params, limit],
@@ -119,18 +125,27 @@ class StreamCatalogReader(Reader):
         return [StreamInfo(*row) for row in rows]
 
     async def recent(
-        self, *, kind: str | None = None, before: int | None = None, limit: int = 20
+        self,
+        *,
+        kind: str | None = None,
+        before: int | None = None,
+        limit: int = 20,
+        since: float | None = None,
     ) -> list[StreamInfo]:
         """Streams by their last event, newest first; page with ``before`` = the last
-        row's ``last_position``."""
-        clauses: list[str] = []
-        params: list[Any] = []
+        row's ``last_position``. ``since``: only those whose last event was at or after
+        it (the listing stops there)."""
+        check_page(0, limit, since)
+        # A range even for the first page (the index on last_position is read from its
+        # end, never the table scanned).
+        clauses: list[str] = ["last_position < ?"]
+        params: list[Any] = [before if before is not None else _PAST_EVERY_POSITION]
         if kind is not None:
             clauses.append("kind = ?")
             params.append(kind)
-        if before is not None:
-            clauses.append("last_position < ?")
-            params.append(before)
+        if since is not None:
+            clauses.append("last_at >= ?")
+            params.append(since)
         rows = await self.models.query(
             f"SELECT {_COLUMNS} FROM stream_catalog{where(clauses)} "
             "ORDER BY last_position DESC LIMIT ?",

@@ -18,24 +18,27 @@ from clawlog.events import RecordedEvent
 from clawlog.events.domain.team import TaskStatus
 
 from .._sql import select_in
-from ..readers import Reader, where
+from ..readers import Reader, check_page, where
 
 __all__ = ["BoardTask", "TaskBoard", "TaskBoardReader", "TaskBoards"]
 
 
 class TaskBoards:
     name: ClassVar[str] = "task_boards"
-    #: 2: the ``teams`` table (name, lead, members).
-    version: ClassVar[int] = 2
+    #: 2: the ``teams`` table (name, lead, members). 3: a task's ``created_at``, and
+    #: boards listed in creation order by index.
+    version: ClassVar[int] = 3
     table_names = ("task_boards", "teams")
     tables = (
         """CREATE TABLE IF NOT EXISTS task_boards (
         team TEXT NOT NULL, task_id TEXT NOT NULL, subject TEXT NOT NULL, priority INTEGER,
         status TEXT NOT NULL, claimed_by TEXT, blocked_by TEXT, result TEXT, position INTEGER,
-        PRIMARY KEY (team, task_id))""",
+        created_at REAL NOT NULL, PRIMARY KEY (team, task_id))""",
+        "CREATE INDEX IF NOT EXISTS task_boards_order ON task_boards (team, position)",
         """CREATE TABLE IF NOT EXISTS teams (
         team TEXT PRIMARY KEY, name TEXT NOT NULL, lead TEXT NOT NULL, members TEXT NOT NULL,
         position INTEGER NOT NULL)""",
+        "CREATE INDEX IF NOT EXISTS teams_position ON teams (position)",
     )
     types: ClassVar[tuple[str, ...]] = (
         "team.created",
@@ -60,7 +63,7 @@ class TaskBoards:
 
 _TEAM = "INSERT OR REPLACE INTO teams VALUES (?, ?, ?, ?, ?)"
 _SELECT_TASKS = "SELECT * FROM task_boards WHERE team = ? AND task_id IN"
-_INSERT_TASK = "INSERT INTO task_boards VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT_TASK = "INSERT INTO task_boards VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _UPDATE_TASK = (
     "UPDATE task_boards SET subject = ?, priority = ?, status = ?, claimed_by = ?, "
     "blocked_by = ?, result = ? WHERE team = ? AND task_id = ?"
@@ -114,6 +117,7 @@ class _Board:
                 blocked_by,
                 "",
                 recorded.position,
+                recorded.recorded_at,
             ]
             self.tasks[key] = task
             self.created[key] = None
@@ -168,6 +172,8 @@ class BoardTask(msgspec.Struct, frozen=True):
     result: str
     #: Position of the task's creation (the board's order and the pagination cursor).
     position: int
+    #: When the task was created (epoch seconds, as the log recorded it).
+    created_at: float
 
 
 class TaskBoard(msgspec.Struct, frozen=True):
@@ -188,16 +194,22 @@ class TaskBoardReader(Reader):
 
     async def teams(self) -> list[tuple[str, str, str]]:
         """``(team id, name, lead)`` of every team, in the order they were created."""
-        rows = await self.models.query("SELECT team, name, lead FROM teams ORDER BY position")
+        rows = await self.models.query(
+            "SELECT team, name, lead FROM teams WHERE position > 0 ORDER BY position"
+        )
         return [(row[0], row[1], row[2]) for row in rows]
 
-    async def board(self, team: str) -> TaskBoard | None:
-        """The whole board of ``team``, or None if the log has no such team."""
+    async def board(
+        self, team: str, *, since: float | None = None, after: int = 0, limit: int = -1
+    ) -> TaskBoard | None:
+        """The board of ``team`` with its tasks in creation order: all of them, or the
+        page ``since``/``after``/``limit`` picks as :meth:`tasks` does. None if the log
+        has no such team."""
         found = await self.models.query(
             "SELECT name, lead, members FROM teams WHERE team = ?", (team,)
         )
-        tasks = await self.tasks(team, limit=-1)
-        if not found and not tasks:
+        tasks = await self.tasks(team, since=since, after=after, limit=limit)
+        if not found and not tasks and not await self.tasks(team, limit=1):
             return None
         name, lead, members = found[0] if found else ("", "", "[]")
         return TaskBoard(team, name, lead, json.loads(members), tasks)
@@ -208,16 +220,22 @@ class TaskBoardReader(Reader):
         *,
         status: TaskStatus | None = None,
         claimed_by: str | None = None,
+        since: float | None = None,
         after: int = 0,
         limit: int = 100,
     ) -> list[BoardTask]:
-        """Tasks of ``team`` in creation order; ``limit=-1`` for all."""
+        """Tasks of ``team`` in creation order; ``limit=-1`` for all; page with
+        ``after`` = the last task's ``position``; ``since``: created at or after it."""
+        check_page(after, limit, since)
         clauses = ["team = ?", "position > ?"]
         params: list[Any] = [team, after]
         for column, value in (("status", status), ("claimed_by", claimed_by)):
             if value is not None:
                 clauses.append(f"{column} = ?")
                 params.append(value)
+        if since is not None:
+            clauses.append("created_at >= ?")
+            params.append(since)
         rows = await self.models.query(
             f"SELECT {_TASK_COLUMNS} FROM task_boards{where(clauses)} ORDER BY position LIMIT ?",
             [*params, limit],

@@ -14,7 +14,7 @@ from clawlog.events import RecordedEvent
 from clawlog.events.domain.tool import ApprovalOutcome, RefusalStep
 
 from .._sql import insert_rows
-from ..readers import Reader, where
+from ..readers import Reader, check_page, log_order, where
 
 __all__ = [
     "AuditReason",
@@ -132,12 +132,19 @@ class ToolAudit:
         "CREATE INDEX IF NOT EXISTS tool_audit_tool ON tool_audit (tool, position)",
         "CREATE INDEX IF NOT EXISTS tool_audit_agent ON tool_audit (agent, position)",
         "CREATE INDEX IF NOT EXISTS tool_audit_session ON tool_audit (session_key, position)",
+        # `clawlog audit --refused`: the refused calls in log order, without a scan.
+        "CREATE INDEX IF NOT EXISTS tool_audit_refused ON tool_audit (position) "
+        "WHERE refused_step IS NOT NULL",
+        # ``since``: where in the log a moment falls (see readers.log_order).
+        "CREATE INDEX IF NOT EXISTS tool_audit_requested ON tool_audit (requested_at)",
         """CREATE TABLE IF NOT EXISTS tool_audit_reasons (
         position INTEGER PRIMARY KEY, stream TEXT NOT NULL, turn_id TEXT NOT NULL,
         call_id TEXT NOT NULL, tool TEXT NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL,
         reason TEXT NOT NULL, recorded_at REAL NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS tool_audit_reasons_call "
         "ON tool_audit_reasons (stream, turn_id, call_id)",
+        "CREATE INDEX IF NOT EXISTS tool_audit_reasons_recorded "
+        "ON tool_audit_reasons (recorded_at)",
     )
     types: ClassVar[tuple[str, ...]] = (
         "tool.approval_decided",
@@ -275,9 +282,10 @@ class ToolAuditReader(Reader):
         limit: int = 100,
     ) -> list[AuditedCall]:
         """Calls in log order. ``session`` is the session key; ``since``/``until``
-        bound the request time (epoch seconds, ``until`` exclusive)."""
-        clauses: list[str] = ["position > ?"]
-        params: list[Any] = [after]
+        bound the request time (epoch seconds, ``until`` exclusive); ``limit=-1`` for
+        all. Every filter the CLI offers is answered by an index."""
+        check_page(after, limit, since)
+        clauses, params = log_order("tool_audit", "requested_at", after, since)
         for column, value in (
             ("tool", tool),
             ("agent", agent),
@@ -290,9 +298,6 @@ class ToolAuditReader(Reader):
                 params.append(value)
         if refused:
             clauses.append("refused_step IS NOT NULL")
-        if since is not None:
-            clauses.append("requested_at >= ?")
-            params.append(since)
         if until is not None:
             clauses.append("requested_at < ?")
             params.append(until)
@@ -323,12 +328,16 @@ class ToolAuditReader(Reader):
         kinds: Sequence[AuditReasonKind],
         *,
         tool: str | None = None,
+        since: float | None = None,
         after: int = 0,
         limit: int = 100,
     ) -> list[AuditReason]:
-        """Reasons of the given kinds across calls (e.g. every refusal), in log order."""
-        clauses = [f"kind IN ({','.join('?' * len(kinds))})", "position > ?"]
-        params: list[Any] = [*kinds, after]
+        """Reasons of the given kinds across calls (e.g. every refusal), in log order;
+        ``since``: recorded at or after it (epoch seconds)."""
+        check_page(after, limit, since)
+        clauses, params = log_order("tool_audit_reasons", "recorded_at", after, since)
+        clauses.append(f"kind IN ({','.join('?' * len(kinds))})")
+        params += kinds
         if tool is not None:
             clauses.append("tool = ?")
             params.append(tool)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import pty
 import socket
 import struct
 import subprocess
@@ -31,6 +32,32 @@ def clawlog(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
         cwd=ROOT,
         env={**os.environ, **(env or {})},
     )
+
+
+def run_in_a_terminal(*args: str) -> str:
+    """The output of ``clawlog ARGS`` with a pseudo-terminal as stdout and stderr."""
+    terminal, child_side = pty.openpty()
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "clawlog", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=child_side,
+            stderr=child_side,
+            cwd=ROOT,
+            env={**os.environ, "COLUMNS": "300", "TERM": "xterm-256color"},
+        )
+    finally:
+        os.close(child_side)
+    chunks = []
+    try:
+        while chunk := os.read(terminal, 65536):
+            chunks.append(chunk)
+    except OSError:  # EIO: the child has closed the terminal
+        pass
+    finally:
+        os.close(terminal)
+    assert child.wait() == 0, b"".join(chunks)
+    return b"".join(chunks).decode()
 
 
 def python(code: str) -> subprocess.CompletedProcess[str]:
@@ -193,4 +220,6 @@ READERS = [
     ("rebuild",),
     ("replay",),
     ("replay", "--rerun", "lead", "demo-user"),
+    ("doctor",),
+    ("tools",),
 ]

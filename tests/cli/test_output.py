@@ -5,8 +5,6 @@ as it is (a ``[bold]`` in a task subject is text, not markup)."""
 from __future__ import annotations
 
 import json
-import os
-import pty
 import signal
 import subprocess
 import sys
@@ -14,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .support import ROOT, clawlog, write_app_notes, write_board, write_log
+from .support import ROOT, clawlog, run_in_a_terminal, write_app_notes, write_board, write_log
 
 
 @pytest.fixture(scope="module")
@@ -110,40 +108,14 @@ def test_a_piped_tail_prints_one_line_per_event_however_long(tmp_path: Path) -> 
 SUBJECTS = ["x" * 200, "a [bold]tag[/bold] and [teammate:dev]"]
 
 
-def test_a_piped_table_keeps_each_row_on_one_line(tmp_path: Path) -> None:
+def test_a_piped_listing_keeps_each_row_on_one_line(tmp_path: Path) -> None:
     log = tmp_path / "board.db"
     write_board(log, "release", SUBJECTS)
     done = clawlog("board", "release", "--db", str(log))
     assert done.returncode == 0, done.stderr
-    rows = [line for line in done.stdout.splitlines() if line.startswith("│ t")]
-    assert len(rows) == 2
-    assert SUBJECTS[0] in rows[0] and SUBJECTS[1] in rows[1]
-
-
-def run_in_a_terminal(*args: str) -> str:
-    """The output of ``clawlog ARGS`` with a pseudo-terminal as stdout and stderr."""
-    terminal, child_side = pty.openpty()
-    try:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "clawlog", *args],
-            stdin=subprocess.DEVNULL,
-            stdout=child_side,
-            stderr=child_side,
-            cwd=ROOT,
-            env={**os.environ, "COLUMNS": "300", "TERM": "xterm-256color"},
-        )
-    finally:
-        os.close(child_side)
-    chunks = []
-    try:
-        while chunk := os.read(terminal, 65536):
-            chunks.append(chunk)
-    except OSError:  # EIO: the child has closed the terminal
-        pass
-    finally:
-        os.close(terminal)
-    assert child.wait() == 0, b"".join(chunks)
-    return b"".join(chunks).decode()
+    rows = [line for line in done.stdout.splitlines() if line.startswith("t")]
+    assert rows[0].startswith("task\t") and len(rows) == 3  # the header, then one per task
+    assert SUBJECTS[0] in rows[1] and SUBJECTS[1] in rows[2]
 
 
 def test_on_a_terminal_data_is_shown_as_it_is_not_as_markup(tmp_path: Path) -> None:

@@ -1,17 +1,29 @@
 """A failed open of an SQLite log on a real full or read-only disk (a small tmpfs): the error
-is the store's own, names the file, and leaves nothing locked or open behind."""
+is the store's own, names the file, and leaves nothing locked or open behind; and a good
+log on a read-only disk is still read, unless that would miss events in its -wal."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import subprocess
+import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from clawlog.events import EventStoreError, SqliteBackend, StoreLocked, StoreUnavailable
+from clawlog.events import (
+    ANY,
+    EventStoreError,
+    SqliteBackend,
+    StoreLocked,
+    StoreUnavailable,
+    open_store,
+)
+from clawlog.events.domain.actor import ActorStarted
 
 DISK_SIZE = 64 * 1024
 
@@ -120,3 +132,154 @@ async def test_an_open_on_a_read_only_disk_raises_a_store_error_and_holds_nothin
     assert_typed_error(failure, disk / "app.db.lock")
     assert "Read-only file system" in str(failure.value)
     assert files_open_under(disk) == []
+
+
+async def write_events(path: Path, count: int) -> None:
+    store = await open_store(path)
+    try:
+        for n in range(count):
+            await store.append("agent/a", [ActorStarted(path=f"a{n}", kind="w")], ANY)
+    finally:
+        await store.close()
+
+
+def remount_read_only(disk: Path) -> None:
+    done = _mount("-o", "remount,ro", str(disk))
+    if done.returncode != 0:
+        _unavailable(f"remount read-only failed: {done.stderr.strip()}")
+
+
+async def test_a_good_log_on_a_read_only_disk_opens_read_only_and_reads_everything(
+    disk: Path, tmp_path: Path
+) -> None:
+    written = tmp_path / "app.db"
+    await write_events(written, 20)
+    path = disk / "app.db"
+    shutil.copyfile(written, path)  # closed: the WAL is checkpointed, no -wal or -shm
+    remount_read_only(disk)
+
+    store = await open_store(SqliteBackend(path, read_only=True))
+    try:
+        events = await store.read_all()
+        assert [e.event.path for e in events] == [f"a{n}" for n in range(20)]
+        assert await store.head_position() == 20
+    finally:
+        await store.close()
+    assert files_open_under(disk) == []
+
+
+async def test_a_log_whose_wal_holds_events_on_a_read_only_disk_cannot_be_read(
+    disk: Path, tmp_path: Path
+) -> None:
+    written = tmp_path / "app.db"
+    await write_events(written, 3)
+    writer = await open_store(written)  # open: the next events stay in the -wal file
+    try:
+        await writer.append("agent/a", [ActorStarted(path="in-wal", kind="w")], ANY)
+        path = disk / "app.db"
+        shutil.copyfile(written, path)
+        shutil.copyfile(written.with_name("app.db-wal"), disk / "app.db-wal")
+    finally:
+        await writer.close()
+    assert (disk / "app.db-wal").stat().st_size > 0
+    remount_read_only(disk)
+
+    with pytest.raises(EventStoreError) as failure:
+        await SqliteBackend(path, read_only=True).open()
+
+    # Read as immutable, the event in the -wal would be silently missing: refused instead.
+    assert isinstance(failure.value, StoreUnavailable)
+    assert f"cannot read {path}: read-only mount/permissions" in str(failure.value)
+    assert "app.db-wal" in str(failure.value)
+    assert files_open_under(disk) == []
+
+
+async def test_a_good_log_on_a_full_disk_cannot_be_read_and_says_the_disk_is_full(
+    disk: Path, tmp_path: Path
+) -> None:
+    written = tmp_path / "app.db"
+    await write_events(written, 5)
+    path = disk / "app.db"
+    shutil.copyfile(written, path)
+    fill(disk, 0)
+
+    with pytest.raises(EventStoreError) as failure:
+        await SqliteBackend(path, read_only=True).open()
+
+    assert isinstance(failure.value, StoreUnavailable)
+    assert f"cannot read {path}: the disk is full" in str(failure.value)
+    assert files_open_under(disk) == []
+
+
+_OPEN_AND_COUNT = """
+import asyncio, sys
+from clawlog.events import EventStoreError, SqliteBackend, open_store
+
+async def main():
+    try:
+        store = await open_store(SqliteBackend(sys.argv[1], read_only=True))
+    except EventStoreError as exc:
+        print(type(exc).__name__, exc)
+        return
+    try:
+        print("read", len(await store.read_all()))
+    finally:
+        await store.close()
+
+asyncio.run(main())
+"""
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A directory another user can reach (pytest's own are root's alone)."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        _unavailable("acting as another user needs root and setpriv")
+    directory = Path(tempfile.mkdtemp(prefix="clawlog-perm-"))
+    directory.chmod(0o755)
+    try:
+        yield directory
+    finally:
+        directory.chmod(0o755)
+        shutil.rmtree(directory)
+
+
+def as_nobody(log: Path) -> str:
+    """Open ``log`` read-only as user nobody; what it printed."""
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    done = subprocess.run(
+        [*nobody, sys.executable, "-c", _OPEN_AND_COUNT, str(log)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).parents[2],
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    return done.stdout.strip()
+
+
+async def test_a_good_log_in_a_directory_the_reader_cannot_write_is_read(
+    shared_dir: Path, tmp_path: Path
+) -> None:
+    written = tmp_path / "app.db"
+    await write_events(written, 12)
+    log = shared_dir / "app.db"
+    shutil.copyfile(written, log)
+    log.chmod(0o444)
+    shared_dir.chmod(0o555)
+
+    assert as_nobody(log) == "read 12"
+
+
+async def test_a_log_the_reader_may_not_read_is_unavailable_and_says_why(
+    shared_dir: Path, tmp_path: Path
+) -> None:
+    written = tmp_path / "app.db"
+    await write_events(written, 2)
+    log = shared_dir / "app.db"
+    shutil.copyfile(written, log)
+    log.chmod(0o000)
+
+    printed = as_nobody(log)
+
+    assert printed.startswith(f"StoreUnavailable cannot open {log}: permission denied"), printed

@@ -172,8 +172,8 @@ def test_clawlog_mcp_shows_servers_state_tools_and_the_last_error(
 ) -> None:
     shown = clawlog("mcp", "--db", str(recorded.log))
     assert shown.returncode == 0, shown.stderr
-    assert "MCP servers" in shown.stdout
-    lines = {line.split()[1]: line for line in shown.stdout.splitlines() if "│" in line[:2]}
+    assert shown.stdout.startswith("server\tstate\ttransport\t")  # piped: tab-separated
+    lines = {line.split("\t")[0]: line for line in shown.stdout.splitlines()[1:]}
     assert "disconnected" in lines["everything"] and "0/13" in lines["everything"]
     assert "failed" in lines["ghost"] and "2/2" in lines["ghost"]
     assert f"connect_error: command not found: {MISSING}" in lines["ghost"]

@@ -90,8 +90,16 @@ class StatementTaskBoards(TaskBoards):
                 status = "blocked" if event.blocked_by else "pending"
                 blocked_by = json.dumps(event.blocked_by)
                 conn.execute(
-                    "INSERT INTO task_boards VALUES (?, ?, ?, ?, ?, '', ?, '', ?)",
-                    (*key, event.subject, event.priority, status, blocked_by, recorded.position),
+                    "INSERT INTO task_boards VALUES (?, ?, ?, ?, ?, '', ?, '', ?, ?)",
+                    (
+                        *key,
+                        event.subject,
+                        event.priority,
+                        status,
+                        blocked_by,
+                        recorded.position,
+                        recorded.recorded_at,
+                    ),
                 )
                 if event.blocked_by:
                     _unblock_if_free(conn, team, event.task_id, event.blocked_by)

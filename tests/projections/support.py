@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
-from clawlog.events import ANY, Event, EventMetadata, EventStore, RecordedEvent
+from clawlog.events import ANY, NO_STREAM, Event, EventMetadata, EventStore, RecordedEvent
 from clawlog.events.domain.actor import (
     ActorEscalated,
     ActorFailed,
@@ -35,6 +35,7 @@ from clawlog.events.domain.team import (
     TeamTaskUnblocked,
     TeamTaskUpdated,
 )
+from clawlog.events.envelope import NewRecord
 
 ROOT = Path(__file__).parents[2]
 
@@ -99,6 +100,16 @@ async def write_turns(store: EventStore, stream: str, texts: list[str]) -> list[
             EventMetadata(correlation_id=turn, actor=stream),
         )
     return recorded
+
+
+async def write_corrupt_turn(store: EventStore, stream: str) -> int:
+    """A ``session.turn_started`` row whose payload cannot be decoded (as a damaged file
+    or a buggy writer would leave it), written past the facade's checks."""
+    version = await store.stream_version(stream)
+    expected = version if version else NO_STREAM
+    record = NewRecord("session.turn_started", 1, b"\xc1\xc1")
+    [stored] = await store.backend.append(stream, [record], expected, EventMetadata())
+    return stored.position
 
 
 async def write_state_changes(store: EventStore, appends: int, seed: int = 7) -> int:

@@ -25,7 +25,13 @@ from clawlog.projections import (
 )
 from clawlog.projections.read_models.session_history import SessionHistory
 from clawlog.projections.read_models.stream_catalog import StreamCatalog
-from tests.projections.support import PositionLog, TurnTexts, rows, write_turns
+from tests.projections.support import (
+    PositionLog,
+    TurnTexts,
+    rows,
+    write_corrupt_turn,
+    write_turns,
+)
 
 
 def clawlog_logs(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
@@ -226,19 +232,6 @@ async def test_a_read_model_file_of_an_earlier_clawlog_is_adopted(
     conn.close()
     with pytest.raises(ReadModelsUnavailable, match="not clawlog read models"):
         await ProjectionRunner(store, foreign, [TurnTexts()]).open()
-
-
-async def write_corrupt_turn(store: EventStore, stream: str) -> int:
-    """A ``session.turn_started`` row whose payload cannot be decoded (as a damaged file
-    or a buggy writer would leave it), written past the facade's checks."""
-    from clawlog.events import NO_STREAM, EventMetadata
-    from clawlog.events.envelope import NewRecord
-
-    version = await store.stream_version(stream)
-    expected = version if version else NO_STREAM
-    record = NewRecord("session.turn_started", 1, b"\xc1\xc1")
-    [stored] = await store.backend.append(stream, [record], expected, EventMetadata())
-    return stored.position
 
 
 @pytest.mark.parametrize("live", [False, True], ids=["catching-up", "following"])

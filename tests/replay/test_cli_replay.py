@@ -87,7 +87,7 @@ def test_timeline_filters_by_type_correlation_stream_and_time(demo_db: str) -> N
     lead = timeline(demo_db, "--actor", "session/lead/demo-user", "-n", "3")
     assert len(lead) == 3 and all(e["actor"] == "session/lead/demo-user" for e in lead)
     middle = everything[len(everything) // 2]["recorded_at"]
-    later = timeline(demo_db, "--since", str(middle))
+    later = timeline(demo_db, "--since", f"@{middle}")
     assert later and all(e["recorded_at"] >= middle for e in later)
     assert timeline(demo_db, "--until", "2000-01-01T00:00:00") == []
 
@@ -121,7 +121,9 @@ def completed_tasks(found: dict[str, Any]) -> int:
         (("--rerun", "lead", "nobody"), "nothing is recorded on 'session/lead/nobody'"),
         (("--rerun", "lead", "demo-user", "--type", "tool.*"), "no timeline filters"),
         (("--deny", "exec"), "--deny goes with --rerun"),
-        (("--since", "yesterday"), "not an ISO time"),
+        (("--since", "yesterday"), "is not a log position (1200), an ISO time"),
+        (("--since", str(1795599000)), "did you mean @1795599000"),
+        (("--rerun", "lead", "demo-user", "--skip-corrupt"), "--rerun cannot --skip-corrupt"),
     ],
 )
 def test_bad_arguments_exit_2_with_one_clear_line(
