@@ -12,9 +12,10 @@ The whole public API is this one class, in sections: actors (``spawn``, ``tell``
 ``ask``), agents (``register_agent``, ``send``, ``cancel``, ``approve``,
 ``session_status``...), teams (``create_team``, ``team_board``), delegation
 (``link_agents``, ``delegation_directory``), MCP servers (the :attr:`System.mcp`
-collaborator, :class:`actors.mcp.McpServers`), the outbox and the lifecycle. The
-arguments' checks and size limits are in :mod:`actors.boundary`; the agents, teams and
-delegation packages hold the actors these calls reach.
+collaborator, :class:`actors.mcp.McpServers`), custom tools (``define_tool``,
+``remove_tool``, ``custom_tools``: :mod:`clawlog.tools.custom`), the outbox and the
+lifecycle. The arguments' checks and size limits are in :mod:`actors.boundary`; the
+agents, teams and delegation packages hold the actors these calls reach.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ from clawlog.events.streams import (
     team_stream,
 )
 from clawlog.tools.approvals import ApprovalConfig
+from clawlog.tools.custom import CustomToolCatalog, CustomToolEntry
+from clawlog.tools.errors import CustomToolTypeError, InvalidCustomTool
 
 from ._bridge import Hub, run_in_thread
 from .actor import EventSourcedActor, launch
@@ -223,6 +226,9 @@ class System:
         runtime.dead_letter_sink = system._record_dead_letter
         try:
             await guardian.ask(AwaitRecovery())
+            custom_tools = CustomToolCatalog(system.store)
+            await custom_tools.load()  # before any agent registers: each gets its tools
+            runtime.services["custom_tools"] = custom_tools
         except BaseException:
             await system.close()
             raise
@@ -390,7 +396,7 @@ class System:
         actor_tools = (*ACTOR_TOOLS, MessageTool, *TEAM_TOOLS, *DELEGATION_TOOLS)
         tools: list[Tool] = [ActorToolAdapter(cls(services, store)) for cls in actor_tools]
         tools += [EchoTool(), TimeTool(), JsonTool(), *extra_tools]
-        return PipelineGateway(
+        gateway = PipelineGateway(
             config,
             tools,
             services=services,
@@ -398,6 +404,8 @@ class System:
             approvals=config.approvals or self.runtime.services.get("approval_config"),
             max_result_chars=self.limits.max_tool_result_chars,
         )
+        self._custom_tools().attach(config.key, gateway.pipeline)
+        return gateway
 
     async def send(
         self,
@@ -689,6 +697,95 @@ class System:
         from .mcp.api import mcp_servers
 
         return mcp_servers(self)
+
+    # -- custom tools -------------------------------------------------------------------
+    async def define_tool(
+        self,
+        name: str,
+        *,
+        command: str,
+        description: str = "",
+        parameters: dict[str, Any] | None = None,
+        timeout_s: float = 60.0,
+        working_dir: str = "",
+        env: dict[str, str] | None = None,
+        enabled: bool = True,
+        agent: str | None = None,
+        by: str = "api",
+    ) -> CustomToolEntry:
+        """Define (or redefine) a custom tool (seed 001 §13): ``command`` is a shell
+        template whose ``{{.key}}`` placeholders name properties of ``parameters`` (a
+        JSON Schema); each argument reaches the command as one literal word. Global, or
+        only ``agent``'s; recorded on ``tools/custom`` and offered at once (group
+        ``custom``), to running agents too. ``env`` values are sealed with
+        ``CLAWLOG_SECRET_KEY`` (see :mod:`clawlog.tools.custom`) and never recorded,
+        logged or shown. Returns the definition as recorded (env names only).
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError, InvalidArgument: a field of the wrong type or that cannot
+                be used (a template placeholder not in the parameters, one inside single
+                quotes, a command exec refuses, a bad schema, a built-in's name or one
+                another scope's tool has, a bad env name...); ``.parameter`` names it.
+            SecretKeyError: ``env`` has values and ``CLAWLOG_SECRET_KEY`` is missing or
+                not the base64 of 32 bytes.
+            CustomToolError: other processes kept changing the definitions meanwhile.
+            EventStoreError: the definition could not be recorded.
+        """
+        self._check_open()
+        if agent is not None:
+            check_agent_key(agent)
+        check_name(by, "by", self.limits, required=True)
+        try:
+            return await self._custom_tools().define(
+                name=name,
+                command=command,
+                description=description,
+                parameters=parameters,
+                timeout_s=timeout_s,
+                working_dir=working_dir,
+                env=env,
+                enabled=enabled,
+                agent=agent or "",
+                by=by,
+            )
+        except CustomToolTypeError as exc:
+            raise ArgumentTypeError(exc.parameter, exc.problem) from exc
+        except InvalidCustomTool as exc:
+            raise InvalidArgument(exc.parameter, exc.problem) from exc
+
+    async def remove_tool(self, name: str, *, agent: str | None = None, by: str = "api") -> bool:
+        """Remove a custom tool (the global one, or ``agent``'s own) from every agent;
+        recorded on ``tools/custom``. False if there was no such tool.
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError, InvalidArgument: ``name``, ``agent`` or ``by`` is invalid.
+            CustomToolError: other processes kept changing the definitions meanwhile.
+            EventStoreError: the removal could not be recorded.
+        """
+        self._check_open()
+        if not isinstance(name, str):
+            raise ArgumentTypeError("name", f"must be a str, not {type(name).__name__}")
+        if agent is not None:
+            check_agent_key(agent)
+        check_name(by, "by", self.limits, required=True)
+        return await self._custom_tools().remove(name, agent=agent or "", by=by)
+
+    def custom_tools(self, agent: str | None = None) -> list[CustomToolEntry]:
+        """The custom tools in force (env names only, never values): all of them, or the
+        ones ``agent`` gets (the global ones and its own).
+
+        Raises:
+            ArgumentTypeError, InvalidArgument: ``agent`` is not a valid agent key.
+        """
+        if agent is not None:
+            check_agent_key(agent)
+        return self._custom_tools().entries(agent)
+
+    def _custom_tools(self) -> CustomToolCatalog:
+        catalog: CustomToolCatalog = self.runtime.services["custom_tools"]
+        return catalog
 
     # -- the outbox ---------------------------------------------------------------------
     def outbox(

@@ -23,6 +23,8 @@ stream                        written by         holds
                                                  each time the sandbox could not be used
 ``sandbox/{sandbox_key}``     AgentWorkspaces    a sandbox container started and removed
 ``system/guardian[/owner]``   Guardian           escalations and dead letters
+``tools/custom``              System             custom tool definitions and removals
+                                                 (``System.define_tool``)
 ============================  =================  ==========================================
 
 A name is ``/``-separated segments of ``A-Z a-z 0-9 _.:@+=#~,>-``
@@ -35,6 +37,7 @@ import re
 
 __all__ = [
     "agent_stream",
+    "custom_tools_stream",
     "exec_stream",
     "guardian_stream",
     "handoff_stream",
@@ -107,6 +110,12 @@ def exec_stream(agent: str, session_key: str) -> str:
 def sandbox_stream(sandbox_key: str) -> str:
     """``sandbox/{sandbox_key}``: a sandbox container started and removed."""
     return f"sandbox/{sandbox_key}"
+
+
+def custom_tools_stream() -> str:
+    """``tools/custom``: every custom tool defined or removed (one stream for all, so a
+    System loads them with one read)."""
+    return "tools/custom"
 
 
 def guardian_stream(owner: str = "") -> str:

@@ -146,10 +146,12 @@ class PendingApproval(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def command_of(tool: Tool, args: Mapping[str, Any], config: ApprovalConfig) -> str | None:
-    """The shell command of a command-tool call, else None."""
+    """The shell command of a command-tool call, else None. A tool that builds its command
+    from its arguments (a custom tool: ``rendered_command(args)``) is a command tool too."""
     key = config.command_tools.get(tool.name)
     if key is None:
-        return None
+        rendered = getattr(tool, "rendered_command", None)
+        return str(rendered(args)) if callable(rendered) else None
     value = args.get(key, "")
     return value if isinstance(value, str) else str(value)
 

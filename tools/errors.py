@@ -7,6 +7,8 @@ ToolError
  ├── ToolCallError            raised by a tool's execute(); carries an ErrorKind
  │    ├── InvalidParameters
  │    ├── ExecutionFailed
+ │    │    └── CustomToolUnavailable    a custom tool whose env this process cannot decrypt
+ │    │                                 (no CLAWLOG_SECRET_KEY, or not the sealing key)
  │    ├── ToolTimeout
  │    ├── NotAuthorized
  │    ├── RateLimited
@@ -26,22 +28,53 @@ ToolError
  │    │    │                            that ended
  │    │    └── SandboxRefused           sandbox: the sandbox is configured but cannot run it,
  │    │                                 and falling back to the host is not allowed
- │    └── WorkspaceError                the workspace tools
- │         ├── PathRefused              not_authorized
- │         │    ├── PathTraversal       "path traversal detected: …"
- │         │    └── PathDenied          "permission denied: …" (deny prefix, protected file,
- │         │                            read-only workspace)
- │         ├── FileNotFound             "file not found: …"
- │         ├── NotAFile                 a directory where a file was expected, or the reverse
- │         ├── FileTooLarge             over a size cap
- │         ├── EditRejected             invalid_parameters
- │         │    ├── OldStringNotFound   "old_string not found in …"
- │         │    └── OldStringNotUnique  "old_string is not unique …"
- │         ├── PatchRejected            invalid_parameters: the patch does not apply
- │         ├── SearchTimedOut           invalid_parameters: a search pattern ran past its
- │         │                            deadline
- │         └── VirtualStoreUnavailable  a virtual file (context, memory) whose store is not
- │                                      configured
+ │    ├── WorkspaceError                the workspace tools
+ │    │    ├── PathRefused              not_authorized
+ │    │    │    ├── PathTraversal       "path traversal detected: …"
+ │    │    │    └── PathDenied          "permission denied: …" (deny prefix, protected file,
+ │    │    │                            read-only workspace)
+ │    │    ├── FileNotFound             "file not found: …"
+ │    │    ├── NotAFile                 a directory where a file was expected, or the reverse
+ │    │    ├── FileTooLarge             over a size cap
+ │    │    ├── EditRejected             invalid_parameters
+ │    │    │    ├── OldStringNotFound   "old_string not found in …"
+ │    │    │    └── OldStringNotUnique  "old_string is not unique …"
+ │    │    ├── PatchRejected            invalid_parameters: the patch does not apply
+ │    │    ├── SearchTimedOut           invalid_parameters: a search pattern ran past its
+ │    │    │                            deadline
+ │    │    └── VirtualStoreUnavailable  a virtual file (context, memory) whose store is not
+ │    │                                 configured
+ │    ├── WebSearchError                web_search and its providers (tools.web):
+ │    │    │                            external_service: a 5xx, a connection failure,
+ │    │    │                            another status; the message names the provider
+ │    │    ├── WebSearchKeyRejected     external_service: 401/403, the operator's key or
+ │    │    │                            instance set-up is wrong; retrying cannot help
+ │    │    ├── WebSearchRateLimited     rate_limited: 429, with ``retry_after`` seconds
+ │    │    ├── WebSearchTimedOut        timeout: no answer within the provider's limit
+ │    │    └── WebSearchBadResponse     external_service: not JSON, or JSON of another
+ │    │                                 shape than the provider's wire format
+ │    └── WebError                      the web tools' fetcher (tools.web)
+ │         ├── WebRequestInvalid        invalid_parameters: a method or header that cannot
+ │         │    │                       be sent
+ │         │    └── InvalidUrl          a URL that cannot be parsed
+ │         ├── WebRequestRefused        not_authorized: the SSRF guard or the host lists
+ │         │    │                       refused the URL, a resolved address or a redirect
+ │         │    └── SecretInRequest     the http tool's outbound URL, headers or body hold
+ │         │                            what looks like a secret (seed 004 LeakDetector)
+ │         ├── WebContentUnsupported    execution_failed: a response web_fetch cannot show
+ │         │                            as text (binary type, unknown content encoding)
+ │         ├── WebRequestFailed         external_service: DNS failure, connection refused,
+ │         │                            TLS, a broken response (httpcore errors translated
+ │         │                            at the boundary, ``from exc``)
+ │         ├── WebRequestTimedOut       timeout: the whole request (redirects included) ran
+ │         │                            past the policy's time limit
+ │         └── FetcherClosed            execution_failed: the fetcher was closed
+ ├── CustomToolError          defining custom tools (tools.custom)
+ │    ├── InvalidCustomTool   a definition that cannot be used (also a ValueError);
+ │    │    │                  ``parameter`` names the field
+ │    │    └── CustomToolTypeError  a field of the wrong type (also a TypeError)
+ │    └── SecretKeyError      CLAWLOG_SECRET_KEY is missing, malformed, or not the key the
+ │                            env values were sealed with; ``reason`` says which
  ├── ArgumentError            a call's arguments do not match the schema (also a ValueError)
  ├── CommandParseError        a shell command that cannot be parsed (also a ValueError)
  ├── RegistryError            registering or removing a tool
@@ -50,6 +83,8 @@ ToolError
  │    └── UnknownTool
  ├── InvalidSchema            a tool's parameters schema is not a valid JSON Schema
  ├── PolicyError              a policy configuration that cannot be applied
+ ├── WebSearchConfigError     a search provider that cannot be set up: no API key, a bad
+ │                            base URL (also a ValueError)
  └── ApprovalError            an approval answer that cannot be applied
 """
 
@@ -63,15 +98,21 @@ __all__ = [
     "CommandDenied",
     "CommandParseError",
     "CommandTimedOut",
+    "CustomToolError",
+    "CustomToolTypeError",
+    "CustomToolUnavailable",
     "DuplicateTool",
     "EditRejected",
     "ExecError",
     "ExecutionFailed",
     "ExternalServiceError",
+    "FetcherClosed",
     "FileNotFound",
     "FileTooLarge",
+    "InvalidCustomTool",
     "InvalidParameters",
     "InvalidSchema",
+    "InvalidUrl",
     "NotAFile",
     "NotAuthorized",
     "OldStringNotFound",
@@ -92,12 +133,26 @@ __all__ = [
     "SandboxRefused",
     "SandboxUnavailable",
     "SearchTimedOut",
+    "SecretInRequest",
+    "SecretKeyError",
     "ToolCallError",
     "ToolError",
     "ToolTimeout",
     "UnknownProcess",
     "UnknownTool",
     "VirtualStoreUnavailable",
+    "WebContentUnsupported",
+    "WebError",
+    "WebRequestFailed",
+    "WebRequestInvalid",
+    "WebRequestRefused",
+    "WebRequestTimedOut",
+    "WebSearchBadResponse",
+    "WebSearchConfigError",
+    "WebSearchError",
+    "WebSearchKeyRejected",
+    "WebSearchRateLimited",
+    "WebSearchTimedOut",
     "WorkspaceError",
 ]
 
@@ -179,6 +234,42 @@ class PolicyError(ToolError):
 
 class ApprovalError(ToolError):
     pass
+
+
+# --- custom tools (tools.custom) ---
+
+
+class CustomToolError(ToolError):
+    """Root of the errors of defining custom tools (:mod:`tools.custom`)."""
+
+
+class InvalidCustomTool(CustomToolError, ValueError):
+    """A custom tool definition that cannot be used; nothing was recorded. ``parameter``
+    names the field (``command``, ``parameters``, ``env``...), ``problem`` says what is
+    wrong and what to do."""
+
+    def __init__(self, parameter: str, problem: str) -> None:
+        super().__init__(f"{parameter}: {problem}")
+        self.parameter = parameter
+        self.problem = problem
+
+
+class CustomToolTypeError(InvalidCustomTool, TypeError):
+    """A field of a custom tool definition of the wrong type (also a TypeError)."""
+
+
+class SecretKeyError(CustomToolError):
+    """The key that seals custom tools' env values: ``reason`` is ``missing`` (the
+    environment variable is not set), ``malformed`` (not the base64 of 32 bytes) or
+    ``wrong`` (another key sealed the values)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class CustomToolUnavailable(ExecutionFailed):
+    """A custom tool whose env cannot be decrypted in this process; it was not run."""
 
 
 # --- exec and process tools (tools.exec) ---
@@ -279,4 +370,77 @@ class SearchTimedOut(WorkspaceError, InvalidParameters):
 
 
 class VirtualStoreUnavailable(WorkspaceError, ExecutionFailed):
+    pass
+
+
+# --- web_search and its providers (tools.web) ---
+
+
+class WebSearchConfigError(ToolError, ValueError):
+    """A search provider that cannot be set up (no API key, a bad base URL); raised when
+    the application constructs it, never to the model. Also a :class:`ValueError`."""
+
+
+class WebSearchError(ExternalServiceError):
+    """Root of web_search's errors; the message names the provider and what to do."""
+
+
+class WebSearchKeyRejected(WebSearchError):
+    pass
+
+
+class WebSearchRateLimited(WebSearchError, RateLimited):
+    """``retry_after``: seconds the provider asked to wait (None: it did not say)."""
+
+    kind = ErrorKind.RATE_LIMITED
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class WebSearchTimedOut(WebSearchError, ToolTimeout):
+    kind = ErrorKind.TIMEOUT
+
+
+class WebSearchBadResponse(WebSearchError):
+    pass
+
+
+# --- the web fetcher (tools.web) ---
+
+
+class WebError(ToolCallError):
+    """Root of the web fetcher's errors; the message is what the model reads."""
+
+
+class WebRequestInvalid(WebError, InvalidParameters):
+    pass
+
+
+class InvalidUrl(WebRequestInvalid):
+    pass
+
+
+class WebRequestRefused(WebError, NotAuthorized):
+    pass
+
+
+class SecretInRequest(WebRequestRefused):
+    pass
+
+
+class WebContentUnsupported(WebError, ExecutionFailed):
+    pass
+
+
+class WebRequestFailed(WebError, ExternalServiceError):
+    pass
+
+
+class WebRequestTimedOut(WebError, ToolTimeout):
+    pass
+
+
+class FetcherClosed(WebError, ExecutionFailed):
     pass

@@ -29,7 +29,7 @@ TOOL_GROUPS: Mapping[str, frozenset[str]] = {
         | {"read", "write", "apply_patch", "grep", "find", "ls"}  # seed 002 names
     ),
     "runtime": frozenset({"exec", "process"}),
-    "web": frozenset({"web_search", "web_fetch"}),
+    "web": frozenset({"web_search", "web_fetch", "http"}),  # http: seed 004's tool
     "memory": frozenset({"memory_search", "memory_get"}),
     "sessions": frozenset(
         {"sessions_list", "sessions_history", "sessions_send", "spawn", "session_status"}
@@ -41,6 +41,8 @@ TOOL_GROUPS: Mapping[str, frozenset[str]] = {
     "delegation": frozenset({"delegate", "handoff", "delegate_search", "evaluate_loop"}),
     "team": frozenset({"team_tasks", "team_message"}),
     "nodes": frozenset({"nodes"}),
+    #: Custom tools are named at run time: each is in this group by its ``group``.
+    "custom": frozenset(),
 }
 #: Other spellings of a group name.
 GROUP_ALIASES: Mapping[str, str] = {"teams": "team"}

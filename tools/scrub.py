@@ -98,14 +98,23 @@ _ALREADY_REDACTED = (
 
 class ScrubPattern(NamedTuple):
     """``regex`` matches a secret. With a ``keep`` group, that group's text is kept and
-    the rest of the match is redacted; quoted values stay quoted."""
+    the rest of the match is redacted; quoted values stay quoted.
+
+    ``needs``: literals of which every match holds at least one, in ``str.casefold()``
+    form; a text whose casefolded form holds none of them is not searched at all (most
+    texts hold no ``sk-``, no ``://``, no ``bearer``: a 50,000-character web page is
+    scrubbed in a tenth of the time). ``None``: always searched. The literals of a
+    pattern that ignores case hold no ``i``: under ``re.IGNORECASE`` an ``i`` also
+    matches the dotless i (U+0131), which casefolds to itself; ``k`` and ``s`` are safe
+    (the Kelvin sign U+212A and the long s U+017F casefold to them)."""
 
     name: str
     regex: re.Pattern[str]
+    needs: tuple[str, ...] | None = None
 
 
-def _p(name: str, pattern: str, flags: int = 0) -> ScrubPattern:
-    return ScrubPattern(name, re.compile(pattern, flags))
+def _p(name: str, pattern: str, flags: int = 0, *, needs: tuple[str, ...] | None) -> ScrubPattern:
+    return ScrubPattern(name, re.compile(pattern, flags), needs)
 
 
 #: In the order they run. The first eight rows are seed 001 §14's table.
@@ -113,24 +122,31 @@ STATIC_PATTERNS: tuple[ScrubPattern, ...] = (
     _p(
         "private_key_block",
         r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----",
+        needs=("private key",),
     ),
-    _p("anthropic", r"(?<![\w-])sk-ant-[A-Za-z0-9_-]{20,}"),
-    _p("openai", r"(?<![\w-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
-    _p("github", r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b"),
-    _p("github_fine_grained", r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
-    _p("aws_access_key", r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
+    _p("anthropic", r"(?<![\w-])sk-ant-[A-Za-z0-9_-]{20,}", needs=("sk-",)),
+    _p("openai", r"(?<![\w-])sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", needs=("sk-",)),
+    _p(
+        "github",
+        r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,}\b",
+        needs=("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ),
+    _p("github_fine_grained", r"\bgithub_pat_[A-Za-z0-9_]{22,}", needs=("github_pat_",)),
+    _p("aws_access_key", r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b", needs=("akia", "asia")),
     _p(
         "connection_string",
         r"\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?)://[^\s'\"<>`]+",
+        needs=("://",),
     ),
     _p(
         "url_credentials",
         r"(?P<keep>(?<![\w+.-])[a-z][a-z0-9+.-]*://)[^\s/:@'\"]+:[^\s/@'\"]+(?=@)",
+        needs=("@",),
     ),
-    _p("slack", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    _p("stripe", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"),
-    _p("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"),
-    _p("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    _p("slack", r"\bxox[abposr]-[A-Za-z0-9-]{10,}", needs=("xox",)),
+    _p("stripe", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}", needs=("_live_", "_test_")),
+    _p("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])", needs=("aiza",)),
+    _p("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", needs=("eyj",)),
     _p(
         "authorization_header",
         r"(?P<keep>"
@@ -140,6 +156,7 @@ STATIC_PATTERNS: tuple[ScrubPattern, ...] = (
         + _ALREADY_REDACTED
         + _AUTHORIZATION_CREDENTIALS,
         re.IGNORECASE,
+        needs=("author",),
     ),
     _p(
         "authorization_pair",
@@ -147,12 +164,14 @@ STATIC_PATTERNS: tuple[ScrubPattern, ...] = (
         + _AUTHORIZATION_SCHEME
         + r")(?!\[REDACTED\](?P=v))(?:(?!(?P=v))(?:\\.|[^\n\\]))+",
         re.IGNORECASE,
+        needs=("author",),
     ),
     _p(
         "cookie_header",
         r"(?P<keep>(?<![\w-])(?:set-)?cookie(?:\\?[\"'])?+[ \t]*+:[ \t]*+(?:\\?[\"'])?+)"
         r"(?=[^\s=;'\"\\]+=)[^\r\n'\"\\]+",
         re.IGNORECASE,
+        needs=("cook",),
     ),
     _p(
         "env_var",
@@ -163,20 +182,33 @@ STATIC_PATTERNS: tuple[ScrubPattern, ...] = (
         + r")"
         + _NOT_REDACTED
         + r"[^\s'\"]+",
+        needs=("=",),
     ),
-    _p("virtual_env_var", r"(?P<keep>\bVIRTUAL_[A-Z0-9_]*=)" + _NOT_REDACTED + r"[^\s'\"]+"),
+    _p(
+        "virtual_env_var",
+        r"(?P<keep>\bVIRTUAL_[A-Z0-9_]*=)" + _NOT_REDACTED + r"[^\s'\"]+",
+        needs=("virtual_",),
+    ),
     _p(
         "generic_key_value",
         r"(?P<keep>(?<![\w.-])[\w.-]*?(?:"
         + _KEY_WORDS
-        + r")[\"']?\s*[:=]\s*)"
+        # The value may start on the next line only when that line is indented (YAML):
+        # a key at the end of a text must not take the line after it (a closing tag).
+        + r")[\"']?[ \t]*[:=][ \t]*(?:\r?\n[ \t]+)?)"
         + _NOT_REDACTED
         + r"(?:\"(?:[^\"\\\n]|\\.)+\"|'[^'\n]+'"
         + r"|(?:(?:bearer|basic|token)\s+)?[^\s\"',;&}\]]+)",
         re.IGNORECASE,
+        needs=("key", "secret", "passw", "token", "bearer"),
     ),
-    _p("bearer", r"(?P<keep>\bbearer\s+)" + _NOT_REDACTED + r"[A-Za-z0-9._~+/=-]{8,}", re.I),
-    _p("long_hex", r"\b[0-9a-fA-F]{64,}\b"),
+    _p(
+        "bearer",
+        r"(?P<keep>\bbearer\s+)" + _NOT_REDACTED + r"[A-Za-z0-9._~+/=-]{8,}",
+        re.I,
+        needs=("bearer",),
+    ),
+    _p("long_hex", r"\b[0-9a-fA-F]{64,}\b", needs=None),
 )
 
 #: Mapping keys whose values are secrets whatever they look like.
@@ -249,8 +281,10 @@ class Scrubber:
         dynamic = self._dynamic  # one read: a concurrent add_values swaps the reference
         if dynamic is not None:
             text = dynamic.sub(REDACTED, text)
+        folded = text.casefold()  # after the values: a match never adds a literal
         for pattern in self._patterns:
-            text = pattern.regex.sub(_replace, text)
+            if pattern.needs is None or any(literal in folded for literal in pattern.needs):
+                text = pattern.regex.sub(_replace, text)
         return text
 
     def scrub_value(self, value: Any) -> Any:

@@ -113,6 +113,9 @@ class PipelineGateway:
             approval_config=approvals,
             max_result_chars=max_result_chars,
         )
+        for tool in self.pipeline.registry.tools():  # its keys: redacted from all it records
+            if callable(share := getattr(tool, "share_secrets", None)):
+                share(self.pipeline.scrubber)
 
     def context(self, ctx: CallerContext) -> ToolContext:
         return ToolContext(

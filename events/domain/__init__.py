@@ -13,6 +13,7 @@ __all__ = ["DOMAIN_MODULES", "all_event_classes", "default_registry"]
 DOMAIN_MODULES = (
     "actor",
     "agent",
+    "custom_tool",
     "delegation",
     "mcp",
     "outbox",

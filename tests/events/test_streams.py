@@ -28,6 +28,7 @@ FAMILIES: list[tuple[Callable[..., str], tuple[Any, ...], str]] = [
     (streams.workspace_stream, ("main",), "workspace/main"),
     (streams.exec_stream, ("main", "u1"), "exec/main/u1"),
     (streams.sandbox_stream, ("main/u1",), "sandbox/main/u1"),
+    (streams.custom_tools_stream, (), "tools/custom"),
     (streams.guardian_stream, (), "system/guardian"),
     (streams.guardian_stream, ("host:42:abcd",), "system/guardian/host:42:abcd"),
 ]

@@ -17,8 +17,10 @@ def _isort_key(name: str) -> tuple[int, str]:
     [
         "clawlog.tools",
         "clawlog.tools.builtins",
+        "clawlog.tools.custom",
         "clawlog.tools.exec",
         "clawlog.tools.sandbox",
+        "clawlog.tools.web",
         "clawlog.tools.workspace",
     ],
 )
@@ -61,4 +63,6 @@ def test_every_error_of_the_tool_system_derives_from_the_root() -> None:
     raised = [getattr(errors, name) for name in errors.__all__]
     assert all(issubclass(cls, errors.ToolError) for cls in raised)
     kinds = [cls for cls in raised if errors.ToolCallError in cls.__bases__]
-    assert {cls.__name__ for cls in kinds} - {"ExecError", "WorkspaceError"} <= set(tools.__all__)
+    assert {cls.__name__ for cls in kinds} - {"ExecError", "WebError", "WorkspaceError"} <= set(
+        tools.__all__
+    )

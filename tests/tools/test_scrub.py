@@ -542,3 +542,13 @@ def test_an_env_assignment_holding_a_value_is_still_redacted(text: str, secret: 
     scrubbed = Scrubber().scrub(text)
     assert REDACTED in scrubbed
     assert secret not in scrubbed
+
+
+def test_a_key_at_the_end_of_a_text_does_not_take_the_next_line() -> None:
+    # A fetched page ending in "api_key:" must not redact the wrapper's closing tag.
+    text = "docs say: api_key:\n</external_content>"
+    assert Scrubber().scrub(text) == text
+
+
+def test_a_yaml_value_on_the_next_indented_line_is_still_redacted() -> None:
+    assert Scrubber().scrub("password:\n  hunter2hunter2") == "password:\n  [REDACTED]"

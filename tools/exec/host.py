@@ -23,7 +23,7 @@ import os
 import signal
 import subprocess
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import psutil
 
@@ -227,17 +227,28 @@ class HostProcess:
 
     @classmethod
     async def start(
-        cls, command: str, *, cwd: str, env: Mapping[str, str], stdin: bool = False
+        cls,
+        command: str,
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        stdin: bool = False,
+        args: Sequence[str] = (),
+        shell: str = "/bin/sh",
     ) -> HostProcess:
+        """``/bin/sh -c command``; with ``args``, ``/bin/sh -c command sh ARG…``: the
+        script reads them as ``"$1"``… and the shell never parses them (custom tools,
+        which pass ``shell``: see :data:`tools.custom.template.TEMPLATE_SHELL`)."""
         loop = asyncio.get_running_loop()
         output = OutputBuffer()
         output.bind(loop)
         run_id = uuid.uuid4().hex
         transport, protocol = await loop.subprocess_exec(
             lambda: _Protocol(output, loop),
-            "/bin/sh",
+            shell,
             "-c",
             command,
+            *(("sh", *args) if args else ()),
             cwd=cwd,
             env={**env, RUN_ID_ENV: run_id},  # last: a call cannot choose its own
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
