@@ -52,8 +52,9 @@ damaged logs:
 
 exit status:
   0 done (also when --skip-corrupt skipped rows), 1 a replay --rerun diverged, a
-  projection failed during a rebuild (or stdout was closed early), 2 a usage error or
-  a problem with the log (one line on stderr), 130 interrupted."""
+  projection failed during a rebuild, doctor found damage (or stdout was closed
+  early), 2 a usage error or a problem with the log (one line on stderr), 130
+  interrupted."""
 
 
 class _Parser(argparse.ArgumentParser):
