@@ -30,6 +30,7 @@ from clawlog.events import (
     Event,
     EventMetadata,
     RecordedEvent,
+    StoreDamaged,
     StoreUnavailable,
     VersionConflict,
     validate_stream,
@@ -459,7 +460,7 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
                 failures_in_window=failures,
             )
         )
-        if isinstance(exc, CorruptEvent):  # a restart reads the same row again: give up now
+        if isinstance(exc, CorruptEvent | StoreDamaged):  # a restart reads it again: give up
             self._escalate(f"its stream cannot be read: {exc}", exc)
             return
         if self._failures.exceeded():

@@ -159,7 +159,10 @@ class System:
             ValueError: ``location`` is not a store location (``""``, an http URL).
             NotAClawlogDatabase: the file or database is something else.
             StoreLocked: another process holds the write lock of this SQLite file.
-            StoreUnavailable: the PostgreSQL server cannot be reached.
+            StoreUnavailable: the PostgreSQL server cannot be reached; the SQLite file cannot
+                be read (permissions, a full disk, an I/O error).
+            StoreDamaged: the log is a damaged clawlog log (a missing table or column, a
+                truncated file); ``clawlog doctor`` lists what is wrong.
             EventStoreError: the store cannot be opened otherwise (a folder, no permission).
             MissingDependency: a ``postgresql://`` URL without the ``postgres`` extra (an
                 ``ImportError`` too; the message says what to install).

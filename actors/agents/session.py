@@ -28,6 +28,7 @@ from clawlog.events import (
     Event,
     EventStoreError,
     InvalidAppend,
+    StoreDamaged,
     StoreUnavailable,
     VersionConflict,
 )
@@ -553,8 +554,8 @@ class Session(EventSourcedActor[SessionState]):
             if active.reply is not None:
                 active.reply.set_error(error)
         self.log.error("turn failed", turn_id=turn_id, reason=reason, error=text)
-        if not isinstance(exc, EventStoreError) or isinstance(exc, CorruptEvent):
-            raise exc  # a corrupt stream escalates at once: a restart reads it again
+        if not isinstance(exc, EventStoreError) or isinstance(exc, CorruptEvent | StoreDamaged):
+            raise exc  # a corrupt or damaged stream escalates at once: a restart reads it again
         self._unsettled = (turn_id, reason, text)
         if turn_id != self._unstarted or not isinstance(exc, StoreUnavailable):
             self._tell_self(SettleTurn())

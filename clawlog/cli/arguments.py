@@ -21,7 +21,17 @@ __all__ = ["DEFAULT_DB", "build_parser"]
 DEFAULT_DB = "clawlog-demo.db"
 
 #: The commands whose ``--json`` output is one JSON document (the others stream lines).
-_SNAPSHOTS = ("history", "board", "routes", "delegations", "audit", "mcp", "rebuild")
+_SNAPSHOTS = (
+    "history",
+    "board",
+    "routes",
+    "delegations",
+    "audit",
+    "mcp",
+    "tools",
+    "rebuild",
+    "doctor",
+)
 
 _DESCRIPTION = """\
 clawlog: an event-sourced actor backend for LLM agents.

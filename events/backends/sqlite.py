@@ -28,6 +28,7 @@ from ..logging import get_logger
 from .aiosqlite_calls import call_on_thread
 from .base import SnapshotRecord
 from .sqlite_schema import (
+    DAMAGED_CODES,
     WriterLock,
     check_schema,
     may_open_immutable,
@@ -45,8 +46,6 @@ _COLUMNS = (
     "correlation_id, causation_id, actor, idempotency_key"
 )
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
-#: Primary SQLite result codes of a read that mean the file is damaged.
-_DAMAGED_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 #: What SQLite says (as a plain SQL error) when a table or column of the log is gone.
 _MISSING_SCHEMA = ("no such table", "no such column")
 #: The index of ``UNIQUE (stream, version)``: it holds every row's position too.
@@ -348,7 +347,7 @@ def _read_failure(
     opened, busy or locked): waiting may help those."""
     code = getattr(exc, "sqlite_errorcode", None)
     reason = f"{exc} ({doing})"
-    if code is not None and code & 0xFF in _DAMAGED_CODES:
+    if code is not None and code & 0xFF in DAMAGED_CODES:
         return StoreDamaged(path, position, reason)
     if str(exc).startswith(_MISSING_SCHEMA):
         return StoreDamaged(path, None, reason)

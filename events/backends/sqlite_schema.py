@@ -56,7 +56,9 @@ SCHEMA_VERSION = 1
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _HEADER_SIZE = 100
 #: Primary SQLite result codes that mean the file's content cannot be read as a database.
-_UNREADABLE_CONTENT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+#: Primary SQLite result codes of a file whose content cannot be read: damaged (ours), or
+#: not a database at all. The store's reads use the same set (sqlite.py).
+DAMAGED_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 #: Primary codes of a read-only open refused because SQLite cannot create its ``-shm``.
 _READ_ONLY_CODES = frozenset({sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY})
 
@@ -200,7 +202,7 @@ def read_failure(exc: sqlite3.DatabaseError, path: str) -> EventStoreError:
     other failure (permissions, I/O, a full disk, a read-only mount) is unavailability,
     which says nothing about what the file is."""
     code = getattr(exc, "sqlite_errorcode", None)
-    if code is None or code & 0xFF in _UNREADABLE_CONTENT_CODES:
+    if code is None or code & 0xFF in DAMAGED_CODES:
         return _judge_by_header(Path(path), exc)
     return StoreUnavailable(f"cannot read {path}: {unreadable_because(Path(path), exc)}")
 

@@ -93,6 +93,8 @@ def valid(info: mi.Type) -> st.SearchStrategy[Any]:
             return st.floats()
         case mi.BoolType():
             return st.booleans()
+        case mi.BytesType():
+            return st.binary(max_size=40)
         case mi.NoneType():
             return st.none()
         case mi.AnyType():
