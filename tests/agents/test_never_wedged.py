@@ -31,6 +31,7 @@ from clawlog.actors.internal import AwaitRecovery
 from clawlog.actors.providers import ScriptedModel, reply
 from tests.actors.sample import Add, Added, Counter, Crash, Get
 from tests.agents.support import GatedModel, types, wait_threading_event
+from tests.cli.damage import overwrite_page
 from tests.support.postgres import database_url, pg_ctl
 
 
@@ -331,3 +332,42 @@ async def test_a_message_told_during_an_outage_is_served_when_the_store_is_back(
         events = await system.store.read_stream("session/main/s")
         turns = [e.type for e in events if e.type.startswith("session.turn_")]
         assert turns == ["session.turn_started", "session.turn_completed"] * 2
+
+
+async def test_a_session_on_a_damaged_page_fails_its_sends_and_the_others_answer(
+    tmp_path: Path,
+) -> None:
+    # As a corrupt event: a damaged page is read again by every restart, so the session
+    # gives up at once (typed error to the caller) instead of restarting until escalated.
+    path = tmp_path / "log.db"
+    async with System.open(path) as system:
+        await system.register_agent(AgentConfig(key="main"), echo_model())
+        await system.send("main", "good", "one")
+        await system.send("main", "bad", "x" * 3000)  # its rows fill pages of their own
+    with sqlite3.connect(path) as db:
+        [(position,)] = db.execute(
+            "SELECT position FROM events WHERE stream = 'session/main/bad' "
+            "AND type = 'session.turn_started'"
+        ).fetchall()
+    first, last = overwrite_page(path, position)
+    with sqlite3.connect(path) as db:
+        on_page = {
+            stream
+            for (stream,) in db.execute(
+                "SELECT stream FROM events INDEXED BY sqlite_autoindex_events_1 "
+                "WHERE position BETWEEN ? AND ?",
+                (first, last),
+            )
+        }
+    assert on_page <= {"session/main/bad"}, on_page  # the damage hits that session alone
+    async with System.open(path) as system:
+        await system.register_agent(AgentConfig(key="main"), echo_model())
+        for _ in range(4):  # more than the failure budget: the agent must not count them
+            with pytest.raises(TurnFailedError) as failed:
+                await system.send("main", "bad", "again", timeout=60)
+            assert failed.value.reason == "session_unavailable"
+            assert "damaged" in failed.value.message
+            assert await system.send("main", "good", "still there?", timeout=60) == (
+                "echo: still there?"
+            )
+        assert system.escalations == []
