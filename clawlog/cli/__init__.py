@@ -99,9 +99,10 @@ def _restated(args: argparse.Namespace) -> frozenset[str]:
     restated: set[str] = set()
     if args.command in _READ_MODEL_COMMANDS:
         restated.add("projection failed")
-    if getattr(args, "skip_corrupt", False):
+    if getattr(args, "skip_corrupt", False) and not getattr(args, "follow", False):
         # The store's pages, a subscription and the projection runner each log what they
-        # skip; the summary line names every position.
+        # skip; the summary line names every position. Not with `tail -f`: its summary
+        # comes only when it is stopped, hours later perhaps, so each skip is said as met.
         restated |= {
             "skipped a corrupt event",
             "stepping over rows the log cannot read",

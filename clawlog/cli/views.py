@@ -3,13 +3,16 @@
 The readers (``history``, ``board``, ``routes``, ``audit``, ``delegations``, ``mcp``) query
 the projections' read models rather than folding the log themselves, as any dashboard
 would. Before a command reads, a projection runner brings the read model it queries up to
-the log's head: in ``clawlog.views.db`` next to an SQLite log (created on first use, then
-only the new events are applied), or a per-database file under ``~/.cache/clawlog`` for
-PostgreSQL. The log itself is never written.
+the log's head: in ``<log>.views.db`` next to an SQLite log ``<log>.db`` (created on
+first use, then only the new events are applied), or a per-database file under
+``~/.cache/clawlog`` for PostgreSQL. The log itself is never written.
 
 Where that file cannot be written or read -- a read-only copy of a log, a full disk
 (SQLite's "database or disk is full", at the first write or in the middle of a catch-up),
 a damaged views file -- the model is built in a temporary file instead, from position 1.
+A file that is there but unusable gets a warning naming it and why (that catch-up from 1
+is slow on a big log, and paid on every run); one that cannot be made (a read-only copy)
+is expected, and said at ``-v`` only.
 
 ``--skip-corrupt`` always builds in a temporary file, never in the shared one: a runner
 that skips a corrupt row moves its checkpoint past it for good, and the shared file is
@@ -31,6 +34,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from clawlog.events import EventStore
+from clawlog.events.logging import get_logger
 from clawlog.projections import (
     ALL_PROJECTIONS,
     ProjectionError,
@@ -43,6 +47,8 @@ from clawlog.projections.timeline import Skipped
 from .errors import CliError
 
 __all__ = ["default_views_path", "read_models"]
+
+_log = get_logger(__name__)
 
 #: Failures of the views file itself: unwritable, full, foreign or damaged.
 _VIEWS_ERRORS = (OSError, ProjectionError, sqlite3.Error)
@@ -70,8 +76,17 @@ async def read_models(
     if skip is None:
         try:
             await _catch_up(store, path, needs, None)
-        except _VIEWS_ERRORS:  # not the log's: its errors are EventStoreErrors
-            pass
+        except _VIEWS_ERRORS as exc:  # not the log's: its errors are EventStoreErrors
+            # A file that is there but unusable (damaged, foreign, full) is worth a warning:
+            # every run pays a catch-up from 1 until it is replaced. One that cannot be
+            # made (a read-only copy of the log) is expected: said at -v only.
+            log = _log.warning if path.exists() else _log.info
+            log(
+                "cannot use the read models file: building them in a temporary file, from "
+                "position 1, on every run until the file is fixed or moved away",
+                views=str(path),
+                error=_one_line(exc),
+            )
         else:
             async with _reading(path) as models:
                 yield models

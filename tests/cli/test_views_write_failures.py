@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .support import ROOT, write_board
+from .support import ROOT, clawlog, write_board
 
 #: Bytes any file the child writes may grow to: the log is written before, by this
 #: process; the read models' schema alone is larger.
@@ -48,3 +48,17 @@ def test_rebuild_into_a_file_that_cannot_grow_names_the_views_file_and_the_cause
     assert line.startswith(f"clawlog: cannot rebuild the read models in {views}: "), line
     assert "disk I/O error" in line or "full" in line, line
     assert "cannot rollback" not in line and "--views FILE" in line, line
+
+
+def test_a_reader_warns_once_when_the_views_file_is_there_but_unusable(tmp_path: Path) -> None:
+    log = tmp_path / "board.db"
+    write_board(log, "release", ["write the changelog"])
+    views = tmp_path / "board.views.db"
+    views.write_text("not a read-model file\n")
+    done = clawlog("--db", str(log), "board", "release")
+    assert done.returncode == 0, done.stderr
+    assert "write the changelog" in done.stdout
+    [warning] = done.stderr.splitlines()
+    assert "WARNING" in warning and f"views={views}" in warning, warning
+    assert "temporary file" in warning and "not a read-model database" in warning, warning
+    assert views.read_text() == "not a read-model file\n"  # a foreign file is never overwritten
