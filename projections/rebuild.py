@@ -30,6 +30,7 @@ from ._db import connect_views, on_thread
 from .base import Projection
 from .errors import ProjectionFailed, RebuildFailed
 from .runner import ProjectionRunner
+from .timeline import Skipped
 
 __all__ = ["rebuild"]
 
@@ -42,6 +43,7 @@ async def rebuild(
     show_progress: bool = True,
     batch_size: int = 10_000,
     console: Console | None = None,
+    skip: Skipped | None = None,
 ) -> int:
     """Fold the whole log into fresh tables for ``projections`` and swap them into
     ``target``; return the position the rebuilt read models reached.
@@ -53,7 +55,11 @@ async def rebuild(
     ``failures`` name each failed projection with the position of the event its handler
     raised on, and the error; ``position`` is what the others reached. The read models
     are swapped in all the same (a failed one as failed, which its readers report), so
-    the healthy ones are current and the cause can be fixed before the next rebuild."""
+    the healthy ones are current and the cause can be fixed before the next rebuild.
+
+    With ``skip``, corrupt events and unreadable pages are stepped over instead (a row of
+    an append-only log cannot be fixed: this is how its read models get past it for
+    good) and their positions recorded there."""
     target = Path(target)
     building = target.with_name(target.name + ".rebuilding")
     _remove(building, "", "-journal", "-wal", "-shm")
@@ -71,11 +77,21 @@ async def rebuild(
         with progress:
             task = progress.add_task("events", total=await store.head_position() or 1)
             async with ProjectionRunner(
-                store, building, projections, batch_size=batch_size, building=True
+                store,
+                building,
+                projections,
+                batch_size=batch_size,
+                building=True,
+                skip_corrupt=skip is not None,
             ) as runner:
-                position = await runner.catch_up(  # then builds the indexes, once
-                    lambda done, total: progress.update(task, completed=done, total=total)
-                )
+                try:
+                    position = await runner.catch_up(  # then builds the indexes, once
+                        lambda done, total: progress.update(task, completed=done, total=total)
+                    )
+                finally:
+                    if skip is not None:
+                        skip.positions.extend(sorted(runner.skipped))
+                        skip.damaged.extend(runner.damaged)
                 failures = tuple(
                     ProjectionFailed(s.name, s.failed_at or 0, s.error or "")
                     for s in runner.statuses()

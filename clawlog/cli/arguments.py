@@ -162,6 +162,12 @@ def _add_rebuild(rebuild: argparse.ArgumentParser) -> None:
     rebuild.add_argument(
         "--views", metavar="FILE", help="the read-model file (default: the readers' own)"
     )
+    rebuild.add_argument(
+        "--skip-corrupt",
+        action="store_true",
+        help="step over corrupt events and unreadable pages for good (a row of the log "
+        "cannot be fixed), and say which positions were skipped",
+    )
 
 
 def _add_global_options(parser: argparse.ArgumentParser, *, top: bool, json: bool = True) -> None:

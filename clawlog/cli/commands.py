@@ -121,8 +121,9 @@ async def _rebuild(store: EventStore, args: argparse.Namespace) -> int:
         RebuildFailed,
         rebuild,
     )
+    from clawlog.projections.timeline import Skipped
 
-    from .render import emit_json
+    from .render import emit_json, report_skipped
     from .views import default_views_path
 
     # The file the readers query (PostgreSQL logs keep theirs under ~/.cache).
@@ -130,8 +131,9 @@ async def _rebuild(store: EventStore, args: argparse.Namespace) -> int:
     projections = [p() for p in ALL_PROJECTIONS]
     progress = not args.json and sys.stderr.isatty()  # a bar is for people watching
     failures: tuple[ProjectionFailed, ...] = ()
+    skipped = Skipped() if args.skip_corrupt else None
     try:
-        head = await rebuild(store, views, projections, show_progress=progress)
+        head = await rebuild(store, views, projections, show_progress=progress, skip=skipped)
     except RebuildFailed as exc:
         head, failures = exc.position, exc.failures
     except (ProjectionError, OSError, sqlite3.Error) as exc:
@@ -150,9 +152,14 @@ async def _rebuild(store: EventStore, args: argparse.Namespace) -> int:
         failed = [
             {"projection": f.name, "position": f.position, "error": f.error} for f in failures
         ]
-        emit_json({"views": views, "position": head, "failed": failed})
+        document = {"views": views, "position": head, "failed": failed}
+        if skipped is not None:
+            document |= {"skipped": skipped.positions, "damaged": skipped.damaged}
+        emit_json(document)
     elif not failures:
         print(f"rebuilt {views} up to position {head}")
+    if skipped is not None:
+        report_skipped(skipped.positions, skipped.damaged)
     return 1 if failures else 0
 
 

@@ -98,12 +98,14 @@ def report_skipped(positions: Sequence[int], damaged: Sequence[tuple[int, int]])
         more = len(positions) - _NAMED_POSITIONS
         if more > 0:
             named += f" and {more} more (`clawlog doctor` lists them all)"
-        parts.append(f"{len(positions)} corrupt event(s) at positions {named}")
+        word = "position" if len(positions) == 1 else "positions"
+        parts.append(f"{len(positions)} corrupt event(s) at {word} {named}")
     if damaged:
         ranges = ", ".join(
             f"{first}-{last}" if last != first else str(first) for first, last in damaged
         )
-        parts.append(f"unreadable positions {ranges} (damaged pages)")
+        word = "position" if len(damaged) == 1 and damaged[0][0] == damaged[0][1] else "positions"
+        parts.append(f"unreadable {word} {ranges} (damaged pages)")
     sys.stdout.flush()  # what was printed comes before the report on a shared terminal
     sys.stderr.write(f"clawlog: skipped {' and '.join(parts)}\n")
 

@@ -129,10 +129,15 @@ async def _catch_up(store: EventStore, path: Path, needs: str, skip: Skipped | N
                 skip.damaged.extend(runner.damaged)
         [status] = runner.statuses()
     if status.status == "failed":
-        hint = "--skip-corrupt to step over it, " if "corrupt" in (status.error or "") else ""
+        if "corrupt" in (status.error or ""):  # a row of the log cannot be fixed
+            hint = (
+                "--skip-corrupt steps over it for this run, `clawlog rebuild --skip-corrupt` "
+                "for good"
+            )
+        else:
+            hint = "`clawlog rebuild` once the cause is fixed"
         raise CliError(
-            f"read model {needs!r} failed at position {status.failed_at}: {status.error} "
-            f"({hint}`clawlog rebuild` once the cause is fixed)"
+            f"read model {needs!r} failed at position {status.failed_at}: {status.error} ({hint})"
         )
 
 

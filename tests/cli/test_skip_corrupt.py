@@ -14,6 +14,7 @@ import pytest
 from clawlog.projections import views_path_for
 from clawlog.projections.testing import write_mixed_log_file
 
+from .damage import flip_payload_byte
 from .support import clawlog, write_board, write_log
 
 
@@ -78,7 +79,7 @@ def test_skip_corrupt_steps_over_and_names_what_it_skipped(
     assert len(positions) == shown and 50 not in positions
     reports = [line for line in done.stderr.splitlines() if "skipped" in line]
     if shown == 60:  # stopped at 61 events' worth: 250 was never reached
-        assert reports == ["clawlog: skipped 1 corrupt event(s) at positions 50"]
+        assert reports == ["clawlog: skipped 1 corrupt event(s) at position 50"]
     else:
         assert reports == ["clawlog: skipped 2 corrupt event(s) at positions 50, 250"]
         assert 250 not in positions and positions[-1] == 300
@@ -90,7 +91,7 @@ def test_skip_corrupt_on_a_stream_and_as_of_a_position(actors_log: Path) -> None
     )
     assert timeline.returncode == 0, timeline.stderr
     assert len(timeline.stdout.splitlines()) == 99
-    assert "skipped 1 corrupt event(s) at positions 50" in timeline.stderr
+    assert "skipped 1 corrupt event(s) at position 50" in timeline.stderr
 
 
 def board_log(tmp_path: Path) -> Path:
@@ -120,9 +121,7 @@ def test_skip_corrupt_builds_the_model_apart_and_leaves_the_shared_one_failed(
     assert skipping.returncode == 0, skipping.stderr
     tasks = json.loads(skipping.stdout)["tasks"]
     assert [t["subject"] for t in tasks] == ["one", "three"]
-    assert skipping.stderr.splitlines()[-1] == (
-        "clawlog: skipped 1 corrupt event(s) at positions 3"
-    )
+    assert skipping.stderr.splitlines()[-1] == ("clawlog: skipped 1 corrupt event(s) at position 3")
     # The shared views file never records the skip: the damage is still reported there.
     again = clawlog("board", "release", "--db", str(log))
     assert again.returncode == 2 and "failed at position 3" in again.stderr
@@ -174,7 +173,7 @@ def test_every_read_model_listing_stops_at_a_corrupt_event_or_skips_it(
     assert skipping.returncode == 0, skipping.stderr
     json.loads(skipping.stdout)
     report = skipping.stderr.splitlines()[-1]
-    assert report == f"clawlog: skipped 1 corrupt event(s) at positions {position}"
+    assert report == f"clawlog: skipped 1 corrupt event(s) at position {position}"
 
 
 def test_rerun_refuses_skip_corrupt_saying_why(actors_log: Path) -> None:
@@ -195,4 +194,31 @@ def test_state_as_of_a_position_stops_at_a_corrupt_event_or_skips_it(tmp_path: P
     assert skipping.returncode == 0, skipping.stderr
     tasks = json.loads(skipping.stdout)["state"]["tasks"]
     assert [t["subject"] for t in tasks.values()] == ["one", "three"]
-    assert skipping.stderr.splitlines() == ["clawlog: skipped 1 corrupt event(s) at positions 3"]
+    assert skipping.stderr.splitlines() == ["clawlog: skipped 1 corrupt event(s) at position 3"]
+
+
+def test_rebuild_skip_corrupt_gets_the_read_models_past_a_bad_row_for_good(
+    tmp_path: Path,
+) -> None:
+    # A row of an append-only log cannot be fixed: rebuild --skip-corrupt is the way on.
+    log = tmp_path / "app.db"
+    asyncio.run(write_mixed_log_file(log, 400))
+    with sqlite3.connect(log) as db:
+        [(position,)] = db.execute(
+            "SELECT min(position) FROM events WHERE stream = 'session/agent0/user0' "
+            "AND type = 'session.turn_started'"
+        ).fetchall()
+    flip_payload_byte(log, position)
+    failing = clawlog("history", "agent0", "user0", "--db", str(log))
+    assert failing.returncode == 2
+    assert "clawlog rebuild --skip-corrupt" in failing.stderr
+    rebuilt = clawlog("rebuild", "--skip-corrupt", "--json", "--db", str(log))
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    document = json.loads(rebuilt.stdout)
+    assert (document["failed"], document["skipped"]) == ([], [position])
+    assert rebuilt.stderr.splitlines() == [
+        f"clawlog: skipped 1 corrupt event(s) at position {position}"
+    ]
+    after = clawlog("history", "agent0", "user0", "--db", str(log))  # no flag needed now
+    assert after.returncode == 0, after.stderr
+    assert after.stdout.strip()
