@@ -75,14 +75,18 @@ class StoreDamaged(EventStoreError):
 
     ``position`` is where the failed read began to fail: the first position it had not
     returned when it failed (its start if it returned nothing), so every row before it
-    was readable and the damage lies at or after it. None when the failure has no
-    position (the schema check, a read by stream). ``log`` names the file (or the
+    was readable and the damage lies at or after it; ``exact`` when the damage is at that
+    very position (a read of every row; a filtered read skips rows it never returns, so
+    its position is only a lower bound). None when the failure has no position (the
+    schema check, a read by stream). ``log`` names the file (or the
     PostgreSQL schema); ``reason`` is the database's own words and what was being read.
     :class:`~clawlog.events.LogPages` steps over damaged rows.
     """
 
-    def __init__(self, log: str, position: int | None, reason: str) -> None:
-        where = f" at position {position}" if position is not None else ""
+    def __init__(self, log: str, position: int | None, reason: str, *, exact: bool = True) -> None:
+        where = ""
+        if position is not None:
+            where = f" at position {position}" if exact else f" at or after position {position}"
         super().__init__(
             f"the event log {log} is damaged{where}: {reason}; "
             "run `clawlog doctor` on it to list every damaged position"
@@ -90,6 +94,7 @@ class StoreDamaged(EventStoreError):
         self.log = log
         self.position = position
         self.reason = reason
+        self.exact = exact
 
 
 class InvalidAppend(EventStoreError):

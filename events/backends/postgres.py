@@ -322,7 +322,7 @@ class PostgresBackend:
         if state in _MISSING_SCHEMA:
             return StoreDamaged(log, None, str(exc))
         if state.startswith("XX"):
-            return StoreDamaged(log, position, str(exc))
+            return StoreDamaged(log, position, str(exc), exact=False)  # where the read began
         return StoreUnavailable(f"PostgreSQL refused a read of schema {self.schema}: {exc}")
 
     async def _execute(self, sql: str, *params: Any) -> Any:

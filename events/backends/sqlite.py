@@ -244,8 +244,16 @@ class SqliteBackend:
             params.extend(types)
         sql += " ORDER BY position LIMIT ?"
         params.append(limit)
+        exact = stream_prefix is None and types is None  # positions are gapless: exact
         return await call_on_thread(
-            self._check_readable(), _fetch_records, sql, params, str(self.path), from_position
+            self._check_readable(),
+            _fetch_records,
+            sql,
+            params,
+            str(self.path),
+            from_position,
+            None,
+            exact,
         )
 
     async def stream_version(self, stream: str) -> int:
@@ -338,7 +346,7 @@ def _cause(exc: OSError | sqlite3.Error) -> str:
 
 
 def _read_failure(
-    exc: sqlite3.Error, path: str, position: int | None, doing: str
+    exc: sqlite3.Error, path: str, position: int | None, doing: str, *, exact: bool = True
 ) -> EventStoreError:
     """The store's error for a failed read: :class:`StoreDamaged` when the file itself is
     bad (SQLITE_CORRUPT, SQLITE_NOTADB), or a table or column is gone (SQLite says so as a
@@ -348,7 +356,7 @@ def _read_failure(
     code = getattr(exc, "sqlite_errorcode", None)
     reason = f"{exc} ({doing})"
     if code is not None and code & 0xFF in DAMAGED_CODES:
-        return StoreDamaged(path, position, reason)
+        return StoreDamaged(path, position, reason, exact=exact)
     if str(exc).startswith(_MISSING_SCHEMA):
         return StoreDamaged(path, None, reason)
     return StoreUnavailable(f"cannot read {path}: {reason}")
@@ -366,14 +374,15 @@ def _fetch_records(
     path: str,
     position: int | None,
     stream: str | None = None,
+    exact: bool = True,
 ) -> list[StoredRecord]:
     """Run a read on the reader's thread. The good path is one comprehension; a failure
     reads again row by row to learn how far the read gets, then raises the store's error
     (:func:`_read_failure`) naming the first position it could not read."""
     try:
         return [StoredRecord(*row) for row in conn.execute(sql, params)]
-    except sqlite3.Error:
-        pass
+    except sqlite3.Error as exc:
+        _log.debug("read failed; reading again row by row", path=path, error=str(exc))
     records: list[StoredRecord] = []
     try:
         for row in conn.execute(sql, params):
@@ -384,7 +393,7 @@ def _fetch_records(
         assert position is not None
         doing = f"reading events from position {position}"
         position = _first_unread(conn, sql, params, records, position)
-        raise _read_failure(exc, path, position, doing) from exc
+        raise _read_failure(exc, path, position, doing, exact=exact) from exc
     return records  # the first failure did not happen again (a busy or interrupted read)
 
 
