@@ -227,8 +227,15 @@ def _integrity_messages(conn: sqlite3.Connection) -> list[str]:
         rows = conn.execute(f"PRAGMA integrity_check({INTEGRITY_MESSAGES})").fetchall()
     except sqlite3.DatabaseError as exc:
         return [f"stopped early: {exc}"]
-    messages = [str(row[0]) for row in rows]
-    return [] if messages == ["ok"] else messages
+    # SQLite may return several messages in one row, joined by newlines, under a
+    # "*** in database main ***" heading: one message per line, without the heading.
+    messages = [
+        line.strip()
+        for row in rows
+        for line in str(row[0]).splitlines()
+        if line.strip() and not line.startswith("*** in database")
+    ]
+    return [] if messages == ["ok"] else messages[:INTEGRITY_MESSAGES]
 
 
 def _schema_problems(conn: sqlite3.Connection) -> list[str]:

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from clawlog.events import EventStore, EventStoreError
+from clawlog.events import EventStore, EventStoreError, StoreDamaged
 from clawlog.events.doctor import DoctorReport, examine
 
 from .errors import CliError
@@ -56,6 +56,9 @@ async def _examine(location: str, where: str, store: EventStore | None) -> Docto
     try:
         with _quiet_skips():
             report = await examine(location, store=store)
+    except StoreDamaged as exc:  # too damaged to examine: its message would say "run doctor"
+        at = f" at position {exc.position}" if exc.position is not None else ""
+        raise CliError(f"{where} is damaged{at} beyond examining: {exc.reason}") from exc
     except (EventStoreError, OSError) as exc:  # not a log, unreadable, unreachable
         raise CliError(describe(where, exc)) from exc
     report.log = where

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -216,3 +217,26 @@ async def test_a_postgres_log_is_decoded_whole_without_an_integrity_check() -> N
     assert [(row.position, row.type) for row in report.corrupt] == [(12, "actor.started")]
     assert report.rows == 29 and not report.healthy
     assert "no integrity check (PostgreSQL has none" in report.summary()
+
+
+async def test_each_integrity_message_is_one_line_without_sqlites_heading(
+    tmp_path: Path,
+) -> None:
+    # A zeroed interior page makes SQLite answer with many messages in one newline-joined
+    # row under "*** in database main ***": the report keeps one message per line.
+    log = tmp_path / "big.db"
+    await write_mixed_log_file(log, 20_000)
+    conn = sqlite3.connect(log)
+    [(pageno,)] = conn.execute(
+        "SELECT pageno FROM dbstat WHERE name = 'events' AND pagetype = 'internal' "
+        "ORDER BY path LIMIT 1 OFFSET 1"
+    ).fetchall()
+    (page_size,) = conn.execute("PRAGMA page_size").fetchone()
+    conn.close()
+    with log.open("r+b") as file:
+        file.seek((pageno - 1) * page_size)
+        file.write(b"\x00" * page_size)
+    report = await examine(log)
+    assert report.integrity, "the damage was not found"
+    assert all("\n" not in m and not m.startswith("***") for m in report.integrity)
+    assert len(report.integrity) > 1
