@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .arguments import build_parser
+from .arguments import parse_command_line
 from .errors import CliError
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ __all__ = ["main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``clawlog`` with ``argv`` (default: the process's arguments); the exit status."""
-    args = build_parser().parse_args(argv)
+    args = parse_command_line(argv)
     _log_to_stderr(verbose=args.verbose, quiet=args.quiet, restated=_restated(args))
     try:
         status = _run(args)

@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 from .points import parse_point
 
-__all__ = ["DEFAULT_DB", "build_parser"]
+__all__ = ["DEFAULT_DB", "build_parser", "parse_command_line"]
 
 DEFAULT_DB = "clawlog-demo.db"
 
@@ -70,8 +70,23 @@ exit status:
 class _Parser(argparse.ArgumentParser):
     """Usage errors in one line on stderr, with exit status 2 (argparse's own status)."""
 
+    #: Each command's own parser (on the top-level parser only).
+    commands: dict[str, argparse.ArgumentParser]
+
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def parse_command_line(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The parsed command line. An option the command does not take is that command's
+    usage error (``clawlog tools: unrecognized arguments: --limit 2 (see `clawlog tools
+    --help`)``), not the top level's, as argparse alone would report it."""
+    parser = build_parser()
+    parsed, extra = parser.parse_known_args(argv)
+    if extra:
+        command = parser.commands.get(getattr(parsed, "command", "") or "", parser)
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
+    return parsed
 
 
 class _VersionAction(argparse.Action):
@@ -87,7 +102,7 @@ class _VersionAction(argparse.Action):
         parser.exit(0)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> _Parser:
     parser = _Parser(
         prog="clawlog",
         description=_DESCRIPTION,
@@ -103,11 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="COMMAND",
         help="one of these; `clawlog COMMAND --help` shows its options",
     )
+    parser.commands = {}
     for name, summary, details, add_arguments in _COMMANDS:
         command = commands.add_parser(name, help=summary, description=f"{summary}. {details}")
         _add_global_options(command, top=False, json=name != "demo")
         if add_arguments is not None:
             add_arguments(command)
+        parser.commands[name] = command
     return parser
 
 

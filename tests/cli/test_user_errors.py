@@ -141,3 +141,11 @@ def test_rebuild_into_a_file_that_is_not_a_read_model(log: str, tmp_path: Path) 
     foreign.write_text("just text\n")
     assert_user_error(clawlog("rebuild", "--db", log, "--views", str(foreign)), "notes.txt")
     assert foreign.read_text() == "just text\n"
+
+
+def test_an_option_the_command_does_not_take_is_that_commands_usage_error(log: str) -> None:
+    done = clawlog("board", "release", "--refused", "--db", log)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "clawlog board: unrecognized arguments: --refused (see `clawlog board --help`)"
+    ]
