@@ -39,11 +39,13 @@ async def mcp(
     window: Window = EVERY_ROW,
 ) -> None:
     """Print the servers (``state`` filters them), or one ``server`` in detail."""
-    if window.since is not None and (server is not None or window.since.position is not None):
+    if window.since is not None and window.since.position is not None:
         raise CliError(
-            "mcp --since takes a time (ISO or @EPOCH), and not with --server: servers "
-            "keep no log position, tools no time"
+            "mcp --since takes a time (an ISO time or @EPOCH), not a log position: a "
+            "server's row keeps the time it entered its state, not a position"
         )
+    if window.since is not None and server is not None:
+        raise CliError("mcp --since does not go with --server: a server's tools keep no time")
     skipped = Skipped() if window.skip_corrupt else None
     async with read_models(store, "mcp_health", skip=skipped) as views:
         health = McpHealthReader(views)

@@ -217,8 +217,9 @@ async def delegations(
 
 
 #: The audit's columns: in the table, and as the keys of each JSON row.
-_AUDIT_COLUMNS = ["call", "tool", "stream", "outcome", "step", "reason", "approval"]
-_AUDIT_KEYS = ["call_id", "tool", "stream", "outcome", "step", "reason", "approval"]
+#: ``pos``: the call's first event, what ``--since POSITION`` pages on.
+_AUDIT_COLUMNS = ["pos", "call", "tool", "stream", "outcome", "step", "reason", "approval"]
+_AUDIT_KEYS = ["position", "call_id", "tool", "stream", "outcome", "step", "reason", "approval"]
 
 
 async def audit(
@@ -242,6 +243,7 @@ async def audit(
 
 def _audit_row(c: AuditedCall) -> list[Any]:
     return [
+        c.position,
         c.call_id,
         c.tool,
         c.stream,

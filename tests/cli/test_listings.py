@@ -215,7 +215,7 @@ def test_every_listing_takes_limit_and_since(mixed: str, command: tuple[str, ...
 
 def test_mcp_since_refuses_a_position_saying_why(mixed: str) -> None:
     done = clawlog("mcp", "--db", mixed, "--since", "12")
-    assert done.returncode == 2 and "servers keep no log position" in done.stderr
+    assert done.returncode == 2 and "not a log position" in done.stderr
 
 
 # -- how listings print ------------------------------------------------------------------
@@ -237,7 +237,7 @@ def test_off_a_terminal_a_listing_is_tab_separated_under_one_header(tmp_path: Pa
 def test_an_empty_listing_is_its_header_line_or_an_empty_json_list(mixed: str) -> None:
     done = clawlog("audit", "--tool", "no-such-tool", "--db", mixed)
     assert done.returncode == 0 and done.stdout.splitlines() == [
-        "call\ttool\tstream\toutcome\tstep\treason\tapproval"
+        "pos\tcall\ttool\tstream\toutcome\tstep\treason\tapproval"
     ]
     assert document(mixed, "audit", "--tool", "no-such-tool") == []
     board = document(mixed, "board", "team1", "--since", "@4000000000")
