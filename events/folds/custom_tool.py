@@ -60,6 +60,11 @@ class CustomToolEntry(msgspec.Struct, frozen=True, kw_only=True):
         del shown["definition"]
         return shown
 
+    def __repr__(self) -> str:
+        # What ``print(system.custom_tools())`` shows: env names, not the sealed bytes.
+        fields = ", ".join(f"{name}={value!r}" for name, value in self.to_dict().items())
+        return f"CustomToolEntry({fields})"
+
 
 class CustomToolDefinitions:
     """The custom tools in force, by (agent, name). Not thread-safe: its owner locks."""

@@ -21,10 +21,15 @@ rendered command goes through exec's deny table and approval rules; env values a
 decrypted only into the child's environment and scrubbed from everything else
 (:mod:`.secrets`, :mod:`.tool`). The System keeps them in a :class:`CustomToolCatalog`
 (:mod:`.catalog`) folded from ``tools/custom``; ``clawlog tools`` lists them.
+
+``System.define_tool`` raises :class:`SecretKeyError` when ``env`` has values and
+``CLAWLOG_SECRET_KEY`` is missing or malformed (``generate_secret_key()`` makes one), and
+:class:`CustomToolError` (their root) when other processes kept changing the definitions.
 """
 
 from clawlog.events.folds.custom_tool import CustomToolEntry
 
+from ..errors import CustomToolError, SecretKeyError
 from .catalog import CustomToolCatalog, CustomToolLog
 from .definition import DEFAULT_TIMEOUT_S, MAX_TIMEOUT_S, build_definition
 from .secrets import SECRET_KEY_ENV, SecretBox, generate_secret_key
@@ -39,9 +44,11 @@ __all__ = [
     "CustomTool",
     "CustomToolCatalog",
     "CustomToolEntry",
+    "CustomToolError",
     "CustomToolLog",
     "Rendering",
     "SecretBox",
+    "SecretKeyError",
     "argument_text",
     "build_definition",
     "generate_secret_key",

@@ -25,8 +25,14 @@ the endpoint is the operator's choice, a SearXNG instance may live on a private 
     tool = WebSearchTool(BraveSearch(api_key=settings.brave_key))  # or $BRAVE_API_KEY
     tool = WebSearchTool(SearxngSearch("http://searxng:8080"))
     await system.register_agent(config, model, tools=[tool])
+
+Errors an application meets: :class:`~clawlog.tools.PolicyError` from a ``WebPolicy`` that
+cannot be used, :class:`WebSearchConfigError` from a provider that cannot be set up (no
+API key, a bad base URL), and the :class:`WebError` family from :meth:`Fetcher.fetch`
+(what the tools turn into failures the model reads).
 """
 
+from ..errors import WebError, WebSearchConfigError
 from .addresses import address_refusal, parse_ip
 from .fetch_tool import WebFetchTool
 from .fetcher import FetchedPage, Fetcher
@@ -53,9 +59,11 @@ __all__ = [
     "SearxngSearch",
     "Secret",
     "TavilySearch",
+    "WebError",
     "WebFetchTool",
     "WebPolicy",
     "WebSearchConfig",
+    "WebSearchConfigError",
     "WebSearchTool",
     "address_refusal",
     "check_url",

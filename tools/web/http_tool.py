@@ -20,9 +20,12 @@ JSON) and ``timeout_secs``. Seed 004's controls, and where each lives:
   strings and URLs with a password, see :data:`OUTBOUND_PATTERNS`) and every value
   registered with the scrubber (configured secrets, custom tools' environment values). A
   match refuses the request (``SecretInRequest``) without saying the value. Patterns that
-  only recognize a *label* (``Authorization:``, ``password=``) are not used: sending
-  credentials the user gave for an API is what this tool is for, and the person approving
-  the call sees the request;
+  only recognize a *label* (``Authorization:``, ``password=``) are not used here. Through a
+  System, though, the session records the model's arguments scrubbed with every pattern
+  and the tool runs with what is recorded: a credential the scrubber recognizes (a bearer
+  token, a ``password`` field, a configured value) arrives as ``[REDACTED]``, and a request
+  holding that placeholder is refused rather than sent. Calls that need a credential
+  belong in a custom tool whose env holds it;
 - the response (status, headers, body) is external content: scrubbed, neutralized and
   wrapped like ``web_fetch``'s (:mod:`.external`); a binary body is described, not shown.
 
@@ -51,7 +54,7 @@ from ..errors import (
     WebRequestTimedOut,
 )
 from ..result import ToolResult
-from ..scrub import Scrubber
+from ..scrub import REDACTED, Scrubber
 from .content import convert_body, describe_size
 from .external import present_external
 from .fetcher import FetchedPage, Fetcher
@@ -273,8 +276,28 @@ def refuse_outbound_secrets(
     page's choosing): raise :class:`SecretInRequest` when the URL (also percent-decoded)
     or one of ``places`` (``(where, text)``) holds a secret by its shape
     (:data:`OUTBOUND_PATTERNS`) or a value registered with ``scrubber``; the message never
-    says the value."""
+    says the value.
+
+    A request holding ``[REDACTED]`` is refused too: the session records the model's
+    arguments scrubbed and tools run with what is recorded, so a secret the agent's
+    scrubber knows arrives here as that placeholder; sending it would make a request
+    nobody asked for (``Authorization: Bearer [REDACTED]``) that seems to succeed."""
     for where, text in [("URL", url), ("URL", unquote_plus(url)), *places]:
+        if REDACTED in text:
+            _log.warning(
+                "web request refused: redacted secret in request",
+                tool=tool,
+                where=where,
+                agent=ctx.agent,
+                session_key=ctx.session_key,
+            )
+            raise SecretInRequest(
+                f"the request was not sent: its {where} holds {REDACTED}, where clawlog "
+                "removed a secret from the call's arguments (secrets never reach tools or "
+                "the log), so the server would get the placeholder instead. Send the "
+                "request without it; a request that needs a credential is for a tool the "
+                "operator set up with it (a custom tool with env), or for the user to make"
+            )
         found = [n for n in scrubber.find(text) if n in OUTBOUND_PATTERNS or n == "dynamic"]
         if not found:
             continue

@@ -25,8 +25,14 @@ class WebPolicy(msgspec.Struct, frozen=True, kw_only=True):
     """What the web tools of one agent may fetch, and how much.
 
     The blocked address ranges (:data:`.addresses.BLOCKED_RANGES`) are not configurable and
-    the host lists never open them (``allow_hosts=("10.0.0.5",)`` is still refused):
-    ``allow_loopback`` is the one documented exception, for tests and trusted deployments.
+    the host lists never open them: ``allow_loopback`` is the one documented exception, for
+    tests and trusted deployments.
+
+    Raises:
+        PolicyError: a field of the wrong type (a bare string for a tuple), a host pattern
+            that is not a bare host name, an IP literal on ``allow_hosts`` in a blocked
+            range (``allow_hosts=("10.0.0.5",)``: it would never be fetched), schemes
+            other than http and https, or limits out of range.
     """
 
     allow_hosts: tuple[str, ...] = ()
@@ -48,6 +54,7 @@ class WebPolicy(msgspec.Struct, frozen=True, kw_only=True):
     """Allowed URL schemes; a subset of http and https (nothing else can be fetched)."""
 
     def __post_init__(self) -> None:
+        self._check_types()
         unknown = set(self.schemes) - set(DEFAULT_PORTS)
         if unknown or not self.schemes:
             raise PolicyError(
@@ -62,6 +69,54 @@ class WebPolicy(msgspec.Struct, frozen=True, kw_only=True):
             )
         for pattern in (*self.allow_hosts, *self.deny_hosts):
             _normalize_pattern(pattern)
+        for pattern in self.allow_hosts:
+            self._check_reachable(pattern)
+
+    def _check_types(self) -> None:
+        """msgspec does not check a Struct's types when the application builds one: a bare
+        string for a tuple would be read one character at a time."""
+        for field in ("allow_hosts", "deny_hosts", "schemes"):
+            value = getattr(self, field)
+            if isinstance(value, str) or not isinstance(value, tuple | list):
+                example = "('docs.python.org',)" if field != "schemes" else "('https',)"
+                raise PolicyError(
+                    f"WebPolicy.{field} must be a tuple of strings such as {example}, "
+                    f"not {type(value).__name__} {value!r}"
+                )
+            if not all(isinstance(item, str) for item in value):
+                raise PolicyError(f"WebPolicy.{field} must hold strings only, got {value!r}")
+        for field in ("max_bytes", "max_redirects"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise PolicyError(f"WebPolicy.{field} must be an int, not {value!r}")
+        if isinstance(self.timeout_s, bool) or not isinstance(self.timeout_s, int | float):
+            raise PolicyError(
+                f"WebPolicy.timeout_s must be a number of seconds, not {self.timeout_s!r}"
+            )
+        if not isinstance(self.allow_loopback, bool):
+            raise PolicyError(
+                f"WebPolicy.allow_loopback must be True or False, not {self.allow_loopback!r}"
+            )
+
+    def _check_reachable(self, pattern: str) -> None:
+        """A host on the allow list that the guard always refuses (an IP literal in a
+        blocked range, ``localhost`` without ``allow_loopback``) would never be fetched: a
+        mistake in the policy, said when it is made rather than at the first fetch."""
+        if pattern.startswith("*."):
+            return
+        target = parse_url(f"http://{pattern}/")
+        if target.literal is not None:
+            reason = address_refusal(target.literal, allow_loopback=self.allow_loopback)
+        elif _is_localhost(target.host) and not self.allow_loopback:
+            reason = f"{target.host} names this machine (loopback)"
+        else:
+            return
+        if reason is not None:
+            raise PolicyError(
+                f"WebPolicy.allow_hosts holds {pattern!r}, which the web tools never reach: "
+                f"{reason}. The blocked ranges are not configurable (allow_loopback=True "
+                "opens 127.0.0.0/8 and ::1 only); remove it from allow_hosts"
+            )
 
 
 def host_matches(pattern: str, host: str) -> bool:
