@@ -18,9 +18,11 @@ from typing import Any
 import msgspec
 
 from clawlog.events import LogReader, RecordedEvent
+from clawlog.events.folds.custom_tool import CustomToolDefinitions
 from clawlog.events.logging import get_logger
-from clawlog.events.streams import agent_stream, session_stream
+from clawlog.events.streams import agent_stream, custom_tools_stream, session_stream
 from clawlog.tools import ApprovalConfig, PolicyConfig
+from clawlog.tools.custom import CustomTool
 from clawlog.tools.exec import ExecTool
 
 from ..agents.config import AgentConfig
@@ -121,6 +123,9 @@ async def rerun(
     )
     prefix = [e for e in events if e.position < chosen[0].position]
     prompt = prompt or await recorded_prompt(source, agent, chosen[0].position)
+    named = {getattr(tool, "name", None) for tool in tools}
+    custom = await custom_tools_before(source, agent, chosen[0].position)
+    tools = [*tools, *(tool for tool in custom if tool.name not in named)]
     async with System.open("memory:", approvals=approvals) as system:
         if policy is not None:
             system.runtime.services["tool_policy"] = policy
@@ -159,6 +164,26 @@ def _changed(recorded: AgentConfig, change: ConfigChange | None) -> AgentConfig:
     if change is None:
         return recorded
     return change if isinstance(change, AgentConfig) else change(recorded)
+
+
+async def custom_tools_before(source: LogReader, agent: str, position: int) -> list[CustomTool]:
+    """The custom tools ``agent`` had (global and its own, enabled) before ``position``, as
+    they were defined then: a re-run decides their calls with the same deny table and
+    approval rules, and never runs them (the results come from the log)."""
+    definitions = CustomToolDefinitions()
+    version, reached = 1, False
+    while not reached and (page := await source.read_stream(custom_tools_stream(), version, 500)):
+        for recorded in page:
+            if recorded.position >= position:
+                reached = True
+                break
+            definitions.apply(recorded)
+        version = page[-1].version + 1
+    return [
+        CustomTool(entry.definition, unavailable="a re-run never runs tools")
+        for entry in definitions.visible_to(agent)
+        if entry.enabled
+    ]
 
 
 def _gateway(
