@@ -61,12 +61,17 @@ _HISTORY_LINES: dict[str, Any] = {
     ),
     "approval_decided": lambda e: ("tool.approval_decided", f"{e.who}: {e.text}"),
     "tool": lambda e: ("tool.call_completed", f"{e.who} → {e.text[:200]}"),
-    "tool_failed": lambda e: ("tool.call_failed", f"{e.who} failed: {e.text[:200]}"),
+    "tool_failed": lambda e: ("tool.call_failed", _failed(e.who, e.text[:200])),
     "tool_refused": lambda e: ("tool.call_refused", f"{e.who} refused at {e.text}"),
     "reply": lambda e: (e.who, e.text),
     "failed": lambda e: ("failed", e.text),
     "cancelled": lambda e: ("cancelled", f"cancelled by {e.who}"),
 }
+
+
+def _failed(tool: str, message: str) -> str:
+    """``{tool} failed: …``, said once: the pipeline's own messages already start so."""
+    return message if message.startswith(f"{tool} ") else f"{tool} failed: {message}"
 
 
 async def pages(

@@ -164,3 +164,12 @@ def test_tail_follows_through_a_pipe_and_ctrl_c_ends_it_quietly(tmp_path: Path) 
         child.send_signal(signal.SIGINT)
         _, errors = child.communicate()
     assert child.returncode == 130 and errors == ""
+
+
+def test_a_failed_tool_call_says_failed_once_in_the_history() -> None:
+    from clawlog.cli.readers import _failed
+
+    # The pipeline's messages start with the tool's name ("web_fetch failed: ..."); a
+    # message recorded without it gets the prefix.
+    assert _failed("web_fetch", "web_fetch failed: HTTP 404") == "web_fetch failed: HTTP 404"
+    assert _failed("exec", "no reply in 30 s") == "exec failed: no reply in 30 s"
