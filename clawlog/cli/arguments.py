@@ -252,6 +252,7 @@ def _add_tools(tools: argparse.ArgumentParser) -> None:
     tools.add_argument(
         "--agent", metavar="KEY", help="only the tools this agent gets: the global ones and its own"
     )
+    _add_window(tools, rows="tools defined", skip=False)
 
 
 def _add_mcp(mcp: argparse.ArgumentParser) -> None:

@@ -172,7 +172,8 @@ async def _replay(store: EventStore, args: argparse.Namespace) -> int:
 async def _tools(store: EventStore, args: argparse.Namespace) -> int:
     from .tools import tools
 
-    await tools(store, agent=args.agent, as_json=args.json)
+    window = Window(since=args.since, limit=args.limit)
+    await tools(store, agent=args.agent, as_json=args.json, window=window)
     return 0
 
 

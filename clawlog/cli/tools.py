@@ -15,6 +15,7 @@ from clawlog.events.folds.custom_tool import CustomToolDefinitions, CustomToolEn
 from clawlog.events.streams import custom_tools_stream
 
 from .listing import Listing, listing_format
+from .points import EVERY_ROW, Window
 
 __all__ = ["TOOL_COLUMNS", "tool_row", "tools"]
 
@@ -33,8 +34,15 @@ TOOL_COLUMNS = (
 _PAGE = 500
 
 
-async def tools(store: EventStore, *, agent: str | None = None, as_json: bool = False) -> None:
-    """Print the custom tools in force (all, or those ``agent`` gets)."""
+async def tools(
+    store: EventStore,
+    *,
+    agent: str | None = None,
+    as_json: bool = False,
+    window: Window = EVERY_ROW,
+) -> None:
+    """Print the custom tools in force (all, or those ``agent`` gets); ``window``: only
+    those defined from a position or time on, at most ``limit`` of them."""
     definitions = CustomToolDefinitions()
     stream, version = custom_tools_stream(), 1
     while True:
@@ -45,6 +53,13 @@ async def tools(store: EventStore, *, agent: str | None = None, as_json: bool = 
             break
         version = page[-1].version + 1
     entries = definitions.visible_to(agent) if agent else definitions.entries()
+    since = window.since
+    if since is not None and since.position is not None:
+        entries = [e for e in entries if e.position >= since.position]
+    elif since is not None and since.time is not None:
+        entries = [e for e in entries if e.recorded_at >= since.time]
+    if window.limit:
+        entries = entries[: window.limit]
     title = f"custom tools of agent {agent}" if agent else "custom tools"
     empty = f"no custom tools for agent {agent!r}" if agent else "no custom tools in this log"
     with Listing(title, TOOL_COLUMNS, listing_format(as_json), empty=empty) as listing:

@@ -92,3 +92,14 @@ async def test_a_log_without_custom_tools_says_so(tmp_path: Path) -> None:
     assert json.loads(clawlog("tools", "--db", str(path), "--json").stdout) == []
     done = clawlog("tools", "--db", str(path))
     assert done.returncode == 0 and done.stdout.splitlines()[0].startswith("tool\tscope")
+
+
+async def test_since_and_limit_choose_among_the_definitions(log: Path) -> None:
+    every = json.loads(clawlog("tools", "--db", str(log), "--json").stdout)
+    later = every[1]["position"]
+    since = clawlog("tools", "--db", str(log), "--json", "--since", str(later))
+    assert [t["name"] for t in json.loads(since.stdout)] == ["ops_only"]
+    first = clawlog("tools", "--db", str(log), "--json", "--limit", "1")
+    assert [t["name"] for t in json.loads(first.stdout)] == ["dns_lookup"]
+    future = clawlog("tools", "--db", str(log), "--json", "--since", "2100-01-01")
+    assert json.loads(future.stdout) == []
