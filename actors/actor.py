@@ -10,6 +10,8 @@ budget it records ``actor.escalated``, stops and tells its parent. A
 An unreachable store is not a failure of the actor: it recovers with backoff until the
 store answers (asks meanwhile get :class:`ActorUnavailable`), however long that takes; a
 :class:`CorruptEvent` in its stream escalates at once, since a restart reads it again.
+A message with a ``trace_context`` is handled inside that OpenTelemetry context, so the
+spans its handler starts continue the sender's trace (nothing is attached without one).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from clawlog.events.domain.actor import (
     ActorStopped,
 )
 from clawlog.events.logging import get_logger
+from clawlog.events.telemetry import attached
 
 from ._bridge import AskEnvelope, LoopReply, ThreadReply
 from .errors import (
@@ -136,6 +139,12 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
     def apply(self, state: S, event: Event) -> S:
         """Fold one domain event into the state. Pure: no I/O, no messages."""
         return state
+
+    def apply_at(self, state: S, event: Event, position: int) -> S:
+        """``apply`` for an event at log ``position`` (just appended, or read back while
+        recovering). Override when the fold hands the position on (a Session ends its
+        tool calls' spans with it); by default the position is not needed."""
+        return self.apply(state, event)
 
     def handle(self, message: Message) -> Any:
         """Handle a command or query; return the reply (or ``DEFERRED``)."""
@@ -353,13 +362,12 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
             self._correlation = correlation
             structlog.contextvars.bind_contextvars(correlation_id=correlation)
         try:
-            if type(message) is ChildEscalated:
-                if message.unrecorded is not None:
-                    self._keep_record(message.unrecorded)
-                self.on_child_escalated(message.path, message.reason)
-                result = None
-            else:
-                result = self.handle(message)  # type: ignore[arg-type]
+            carrier = getattr(message, "trace_context", None)
+            if carrier is None:  # the hot path: nothing traced, nothing to attach
+                result = self._handle_one(message)
+            else:  # the sender's trace goes on here (spans started now are its children)
+                with attached(carrier):
+                    result = self._handle_one(message)
         except Rejected as exc:
             self._answer(error=exc)
         except VersionConflict as exc:
@@ -381,6 +389,14 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
             loop = self.runtime.hub.loop
             check = IdleCheck(activity=self._activity)
             loop.call_soon_threadsafe(loop.call_later, self.idle_timeout_s, self._tell_self, check)
+
+    def _handle_one(self, message: object) -> Any:
+        if type(message) is ChildEscalated:
+            if message.unrecorded is not None:
+                self._keep_record(message.unrecorded)
+            self.on_child_escalated(message.path, message.reason)
+            return None
+        return self.handle(message)  # type: ignore[arg-type]
 
     def _answer(self, value: Any = None, error: BaseException | None = None) -> None:
         reply = self._reply
@@ -420,7 +436,7 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
         self.version = item.version
         event = item.event
         if isinstance(event, Event) and not isinstance(event, ActorEvent):
-            self.state = self.apply(self.state, event)
+            self.state = self.apply_at(self.state, event, item.position)
 
     def _record(self, event: Event) -> None:
         """Append one of our own lifecycle events at our version."""

@@ -19,6 +19,11 @@ class Message(msgspec.Struct, frozen=True, kw_only=True):
     """Base of every message. ``correlation_id`` follows a user turn or job through actors."""
 
     correlation_id: str | None = None
+    #: The OpenTelemetry context of the work that sent it (a W3C ``traceparent`` carrier from
+    #: :func:`clawlog.events.telemetry.context_carrier`), None when nothing is traced. The
+    #: receiving actor handles the message inside it, so its spans continue the sender's
+    #: trace across threads. Messages are not events: it is never persisted.
+    trace_context: dict[str, str] | None = None
 
 
 class Request(Message, Generic[R], frozen=True, kw_only=True):

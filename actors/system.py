@@ -43,6 +43,7 @@ from clawlog.events.streams import (
     link_stream,
     team_stream,
 )
+from clawlog.events.telemetry import context_carrier
 from clawlog.tools.approvals import ApprovalConfig
 from clawlog.tools.custom import CustomToolCatalog, CustomToolEntry
 from clawlog.tools.errors import CustomToolTypeError, InvalidCustomTool
@@ -458,6 +459,7 @@ class System:
             chat_id=chat_id,
             user=user,
             outbox_kind="reply",
+            trace_context=context_carrier(),  # the turn's span: a child of the caller's
         )
         return await supervisor.ask(message, timeout or self.turn_timeout)  # type: ignore[no-any-return]
 

@@ -17,6 +17,7 @@ from .errors import CorruptEvent, InvalidAppend, InvalidEvent, PayloadTooLarge, 
 from .logging import get_logger
 from .registry import EventRegistry
 from .subscription import Subscription
+from .telemetry import METRIC_BACKEND, instruments, metrics_enabled
 
 __all__ = [
     "ANY",
@@ -90,6 +91,7 @@ class EventStore:
         self._closed = False
         self._snapshot_encoder = msgspec.msgpack.Encoder()
         self._valid_streams: set[str] = set()
+        self._metric_attributes = {METRIC_BACKEND: _backend_name(backend)}
 
     async def __aenter__(self) -> EventStore:
         return self
@@ -125,6 +127,8 @@ class EventStore:
         field whose value does not match its declared type (the decoder would refuse it),
         :class:`PayloadTooLarge` for an event over ``max_payload_bytes``.
         """
+        # Timed only when an SDK is set: without one an append pays a single check.
+        started = time.perf_counter() if metrics_enabled() else None
         if self._closed:
             raise StoreClosed("the event store is closed")
         if type(stream) is not str or stream not in self._valid_streams:
@@ -144,15 +148,23 @@ class EventStore:
         if len(events) == 1:  # most appends: spare the comprehensions their frames
             record, event = self._encode(stream, events[0], decode)
             stored = await self.backend.append(stream, [record], expected_version, metadata)
+            if started is not None:
+                self._measure_append(started)
             if stored[0].payload is record.payload:  # fresh: reuse the objects
                 return [recorded_from_row(stored[0], event)]
             return self._decode_all(stored)
         encoded = [self._encode(stream, event, decode) for event in events]
         records = [record for record, _ in encoded]
         stored = await self.backend.append(stream, records, expected_version, metadata)
+        if started is not None:
+            self._measure_append(started)
         if stored and stored[0].payload is records[0].payload:  # fresh: reuse the objects
             return [recorded_from_row(r, e) for r, (_, e) in zip(stored, encoded, strict=True)]
         return self._decode_all(stored)
+
+    def _measure_append(self, started: float) -> None:
+        """Records a successful append's duration (the caller's wait, group commit included)."""
+        instruments().append_duration.record(time.perf_counter() - started, self._metric_attributes)
 
     def _remember_stream(self, stream: object) -> None:
         """Validate a stream name once; appends to known streams skip the pattern match."""
@@ -370,6 +382,19 @@ def recorded_from_row(row: StoredRecord, event: Any) -> RecordedEvent:
         idempotency_key=row.idempotency_key,
         schema_version=row.schema_version,
     )
+
+
+#: The ``backend`` metric attribute of the backends clawlog ships (others: their class name).
+_BACKEND_NAMES = {
+    "SqliteBackend": "sqlite",
+    "PostgresBackend": "postgres",
+    "MemoryBackend": "memory",
+}
+
+
+def _backend_name(backend: StorageBackend) -> str:
+    name = type(backend).__name__
+    return _BACKEND_NAMES.get(name, name)
 
 
 def _check_events(stream: str, events: object) -> None:

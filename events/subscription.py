@@ -57,6 +57,8 @@ class Subscription:
         self._skip_corrupt = skip_corrupt
         #: Positions of the corrupt rows skipped (``skip_corrupt`` only), in order.
         self.skipped: list[int] = []
+        #: The log head as this subscription last read it (0 before its first read).
+        self.head_seen = 0
 
     @property
     def next_position(self) -> int:
@@ -100,7 +102,7 @@ class Subscription:
 
     async def _fill(self) -> None:
         backend = self._store.backend
-        head = await backend.head_position()
+        head = self.head_seen = await backend.head_position()
         if head >= self._next:
             try:
                 events = await self._store.read_all(

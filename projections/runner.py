@@ -20,6 +20,10 @@ A projection that starts from position 0 (new to the file, or reset by a version
 is folded without its plain indexes, which ``catch_up`` builds once at its end: a third of
 the cost of keeping them up row by row. A reader of it meanwhile is slower, never wrong.
 
+While open, a runner feeds the ``clawlog.projection.lag`` gauge (OpenTelemetry, read only when
+the application set a meter provider): per projection, the newest log head the runner has seen
+minus the projection's checkpoint, from values it keeps anyway, so an observation queries nothing.
+
 The read models live in their own SQLite file (``clawlog.views.db`` next to
 ``clawlog.db``), written by one aiosqlite connection: a whole batch is one call on its
 thread, so the event loop never blocks on SQLite and the log's writer never waits for us.
@@ -39,6 +43,7 @@ import aiosqlite
 
 from clawlog.events import CorruptEvent, EventStore, StoreDamaged
 from clawlog.events.logging import get_logger
+from clawlog.events.telemetry import register_projection_lag
 
 from ._apply import (
     Batch,
@@ -104,6 +109,9 @@ class ProjectionRunner:
         self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
         self._state: Literal["unopened", "open", "closed"] = "unopened"
+        #: The newest log head this runner has read (for the lag gauge).
+        self._head_seen = 0
+        self._stop_reporting_lag: Callable[[], None] | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
     async def open(self) -> ProjectionRunner:
@@ -129,6 +137,7 @@ class ProjectionRunner:
                     views=str(self.path),
                 )
         self._state = "open"
+        self._stop_reporting_lag = register_projection_lag(self._lag)
         return self
 
     async def __aenter__(self) -> ProjectionRunner:
@@ -148,6 +157,8 @@ class ProjectionRunner:
                 await self.stop()
         finally:
             self._state = "closed"
+            if self._stop_reporting_lag is not None:
+                self._stop_reporting_lag()
             if self._conn is not None:
                 await self._conn.close()
             async with self._changed:
@@ -163,6 +174,7 @@ class ProjectionRunner:
         Python work and SQLite releases the GIL for every row, so the threads convoy."""
         conn = self._check_open()
         target = await self.store.head_position()
+        self._head_seen = max(self._head_seen, target)
         while self._healthy() and (lowest := self.position) < target:
             with _gc_paused(self._building):
                 await self._apply(conn, await self._plan.read(lowest + 1, self.batch_size))
@@ -207,6 +219,7 @@ class ProjectionRunner:
                         raise
                     return True  # catching up steps over the rows it cannot read
                 through = max(got[-1].position, events.next_position - 1)
+                self._head_seen = max(self._head_seen, events.head_seen, through)
                 await self._apply(conn, self._plan.route_recorded(got, start, through))
                 if not self._healthy():
                     return False
@@ -304,6 +317,12 @@ class ProjectionRunner:
     def position(self) -> int:
         """The lowest checkpoint of the healthy projections (0 when none is healthy)."""
         return min((s.position for s in self._healthy()), default=0)
+
+    def _lag(self) -> list[tuple[str, int]]:
+        """Events behind the newest head seen, per projection (on the metric reader's thread:
+        it only reads what the loop last stored)."""
+        head = self._head_seen
+        return [(s.name, max(0, head - s.position)) for s in list(self._statuses.values())]
 
     def statuses(self) -> list[ProjectionStatus]:
         """Every projection's checkpoint as of the last committed batch, by name."""

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
-from clawlog.events import Event, EventStore
+from clawlog.events import Event, EventStore, RecordedEvent
 from clawlog.events.domain.tool import (
     ApprovalOutcome,
     ToolCallCompleted,
@@ -39,8 +39,9 @@ Approver = Callable[[ApprovalRequest], Awaitable[ApprovalOutcome]]
 
 
 class EventSink(Protocol):
-    async def record(self, events: Sequence[Event]) -> None:
-        """Make ``events`` durable, in order, before returning."""
+    async def record(self, events: Sequence[Event]) -> Sequence[RecordedEvent] | None:
+        """Make ``events`` durable, in order, before returning; return them as recorded
+        (their log positions go on the call's span), or None when they have none."""
         ...
 
 
@@ -60,9 +61,10 @@ class StoreSink:
     def __init__(self, store: EventStore, stream: str, *, version: int = 0) -> None:
         self.store, self.stream, self.version = store, stream, version
 
-    async def record(self, events: Sequence[Event]) -> None:
+    async def record(self, events: Sequence[Event]) -> list[RecordedEvent]:
         recorded = await self.store.append(self.stream, list(events), self.version)
         self.version = recorded[-1].version
+        return recorded
 
 
 async def run_tool_call(
@@ -81,6 +83,22 @@ async def run_tool_call(
     not answer within the request's timeout counts as ``timeout`` (= deny).
     """
     call_id = call_id or uuid.uuid4().hex
+    try:
+        return await _run(pipeline, ctx, call_id, name, args, sink, approver)
+    except BaseException as exc:  # nothing ends the call in the log: neither on its span
+        pipeline.telemetry.discard(ctx.session_key, call_id, exc)
+        raise
+
+
+async def _run(
+    pipeline: ToolPipeline,
+    ctx: ToolContext,
+    call_id: str,
+    name: str,
+    args: dict[str, Any] | str | None,
+    sink: EventSink,
+    approver: Approver | None,
+) -> ToolResult:
     decision = pipeline.begin(ctx, call_id, name, args)
     await _record(pipeline, sink, decision.events)
     if isinstance(decision, NeedsApproval):
@@ -107,7 +125,11 @@ async def _ask(request: ApprovalRequest, approver: Approver | None) -> tuple[App
 async def _record(pipeline: ToolPipeline, sink: EventSink, events: Sequence[Event]) -> None:
     if not events:
         return
-    await sink.record(events)
+    recorded = await sink.record(events)
+    if recorded is not None and len(recorded) == len(events):
+        for item, event in zip(recorded, events, strict=True):
+            pipeline.apply(event, item.position)
+        return
     for event in events:
         pipeline.apply(event)
 

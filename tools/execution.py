@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
+from opentelemetry.trace import Span
 
 from clawlog.events import Event
 from clawlog.events.domain.tool import (
@@ -17,6 +18,7 @@ from clawlog.events.domain.tool import (
 )
 from clawlog.events.logging import get_logger
 
+from .call_telemetry import record_exception
 from .context import ToolContext
 from .decisions import Outcome, ToolPlan
 from .errors import ToolCallError
@@ -36,24 +38,28 @@ _log = get_logger(__name__)
 _json = msgspec.json.Decoder()
 
 
-async def run_plan(plan: ToolPlan, finisher: ResultFinisher) -> Outcome:
+async def run_plan(plan: ToolPlan, finisher: ResultFinisher, span: Span | None = None) -> Outcome:
     """Execute with the tool's timeout; failures become error results, never exceptions
-    (cancellation propagates); the result is scrubbed, sanitized and truncated."""
+    (cancellation propagates); the result is scrubbed, sanitized and truncated. What the
+    tool raised is recorded on ``span``, the call's span, when it is traced."""
     tool, started = plan.tool, time.perf_counter()
     try:
         async with asyncio.timeout(tool.timeout):
             raw = await tool.execute(plan.ctx, dict(plan.args))
         if not isinstance(raw, ToolResult):
             raw = ToolResult.text(str(raw))
-    except TimeoutError:
+    except TimeoutError as exc:
+        record_exception(span, exc, finisher.scrubber.scrub)
         raw = ToolResult.error(
             ErrorKind.TIMEOUT,
             f"{tool.name} did not finish within {tool.timeout:g} s and was stopped. Try a "
             "smaller task or another approach.",
         )
     except ToolCallError as exc:
+        record_exception(span, exc, finisher.scrubber.scrub)
         raw = ToolResult.error(exc.kind, f"{tool.name} failed: {exc}")
     except Exception as exc:
+        record_exception(span, exc, finisher.scrubber.scrub)
         _log.warning(
             "tool crashed",
             tool=tool.name,

@@ -8,6 +8,10 @@ the caller appends them (one writer per stream) and folds them back with :meth:`
 
 ``tool.call_started`` is part of :class:`Ready`'s events (from ``begin`` or
 ``decide_approval``): append it before submitting ``execute(plan)``.
+
+Each call is an ``execute_tool {tool}`` span (:mod:`.call_telemetry`): it starts in
+``begin`` under the current context, is current while ``execute`` runs the tool, and ends
+when the call's ending event comes back through :meth:`ToolPipeline.apply`.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, get_args
 
 import msgspec
+from opentelemetry import trace
 
 from clawlog.events import Event
 from clawlog.events.domain.tool import (
@@ -37,6 +42,7 @@ from .approvals import (
     evaluate_approval,
 )
 from .base import Tool
+from .call_telemetry import CallTelemetry
 from .context import ToolContext
 from .decisions import ApprovalRequest, Decision, NeedsApproval, Outcome, Ready, Refused, ToolPlan
 from .errors import ApprovalError, ArgumentError
@@ -87,6 +93,7 @@ class ToolPipeline:
         self.approvals = approvals or ApprovalState()
         self.approval_config = approval_config or ApprovalConfig()
         self.finisher = ResultFinisher(self.scrubber, max_chars=max_result_chars)
+        self.telemetry = CallTelemetry()
         self._clock = clock
 
     # -- what a caller may use ----------------------------------------------------------
@@ -105,7 +112,18 @@ class ToolPipeline:
     def begin(
         self, ctx: ToolContext, call_id: str, name: str, args: Mapping[str, Any] | str | None
     ) -> Decision:
-        """Run the deciding steps for a call the model made. Append the returned events."""
+        """Run the deciding steps for a call the model made. Append the returned events,
+        then :meth:`apply` them (the call's span ends when its ending event is applied)."""
+        self.telemetry.started(ctx.session_key, call_id, name)
+        try:
+            return self._decide(ctx, call_id, name, args)
+        except BaseException as exc:  # no decision, no event: the span ends here
+            self.telemetry.discard(ctx.session_key, call_id, exc)
+            raise
+
+    def _decide(
+        self, ctx: ToolContext, call_id: str, name: str, args: Mapping[str, Any] | str | None
+    ) -> Decision:
         parsed, raw_error = parse_arguments(args)
         requested = ToolCallRequested(
             call_id=call_id,
@@ -244,6 +262,7 @@ class ToolPipeline:
                 user=ctx.user,
             )
         )
+        self.telemetry.waiting(ctx.session_key, plan.call_id)
         return NeedsApproval(events=events, request=request)
 
     def decide_approval(
@@ -253,6 +272,9 @@ class ToolPipeline:
         if decision not in DECISIONS:
             raise ApprovalError(f"unknown approval decision {decision!r}; one of {DECISIONS}")
         plan, ctx = request.plan, request.plan.ctx
+        asked_at = request.expires_at - request.timeout_s
+        wait_ms = max(0.0, (self._clock() - asked_at) * 1000)
+        self.telemetry.decided(ctx.session_key, plan.call_id, decision, wait_ms)
         decided = ToolApprovalDecided(
             call_id=plan.call_id,
             tool=plan.name,
@@ -310,6 +332,7 @@ class ToolPipeline:
         self, ctx: ToolContext, pending: PendingApproval
     ) -> ApprovalRequest | Refused:
         """Rebuild a request from the log after a restart (see ``ApprovalState.pending``)."""
+        self.telemetry.started(ctx.session_key, pending.call_id, pending.tool)
         tool = self.registry.get(pending.tool)
         if tool is None:
             decided = ToolApprovalDecided(
@@ -327,6 +350,7 @@ class ToolPipeline:
                 f"The tool {pending.tool!r} is gone since this call asked for approval.",
             )
         plan = ToolPlan(call_id=pending.call_id, ctx=ctx, tool=tool, args=dict(pending.arguments))
+        self.telemetry.waiting(ctx.session_key, pending.call_id)
         return ApprovalRequest(
             plan=plan,
             reason=pending.reason,
@@ -345,8 +369,18 @@ class ToolPipeline:
     # -- execution (on the I/O loop) ----------------------------------------------------
     async def execute(self, plan: ToolPlan) -> Outcome:
         """Run the call with its timeout, then scrub and truncate. Never raises for a tool
-        failure (it becomes ``tool.call_failed``); cancellation propagates."""
-        outcome = await run_plan(plan, self.finisher)
+        failure (it becomes ``tool.call_failed``); cancellation propagates.
+
+        The call's span (from ``begin``) is current meanwhile: what the tool traces nests
+        under it."""
+        span = self.telemetry.span(plan.ctx.session_key, plan.call_id)
+        if span is None:
+            outcome = await run_plan(plan, self.finisher)
+        else:
+            with trace.use_span(
+                span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+            ):
+                outcome = await run_plan(plan, self.finisher, span)
         self.loop_detector.record_result(plan.ctx.session_id, plan.call_id, outcome.result.for_llm)
         return outcome
 
@@ -380,9 +414,11 @@ class ToolPipeline:
             )
         ]
 
-    def apply(self, event: Event) -> None:
-        """Fold an appended (or replayed) event into the approval state."""
+    def apply(self, event: Event, position: int | None = None) -> None:
+        """Fold an appended (or replayed) event into the approval state; an event ending a
+        call in flight ends its span, with the event's log ``position`` when known."""
         self.approvals.apply(event)
+        self.telemetry.ended(event, position)
 
     def reset_loops(self, ctx: ToolContext) -> None:
         """Forget the session's loop history (call when a new user turn starts)."""

@@ -80,9 +80,13 @@ class ToolGateway(Protocol):
         """Events closing a call that will never finish (cancelled turn, restart)."""
         ...
 
-    def read_event(self, event: Event) -> tuple[str, ChatMessage | None, str] | None:
+    def read_event(
+        self, event: Event, position: int | None = None
+    ) -> tuple[str, ChatMessage | None, str] | None:
         """For a tool event: (call_id, the tool message it ends with or None, approval
-        change "requested" | "decided" | ""). None for other events."""
+        change "requested" | "decided" | ""). None for other events. ``position`` is the
+        event's log position when the caller knows it (the span of the call it ends
+        carries it)."""
         ...
 
     def scrub(self, text: str) -> str:

@@ -50,7 +50,10 @@ class GetRoute(Request["str | None"], frozen=True, kw_only=True):
     pass
 
 
-class SetRoute(Request[bool], frozen=True, kw_only=True):
+class SetRoute(Request[int], frozen=True, kw_only=True):
+    """Route (channel, chat) to ``to_agent``; replies with the position of the recorded
+    ``handoff.routed`` (for the handoff's span), 0 when the route already went there."""
+
     channel: str
     chat_id: str
     from_agent: str
@@ -85,8 +88,8 @@ class HandoffRoute(EventSourcedActor[RouteState]):
                 if message.to_agent == message.from_agent:
                     raise Rejected("an agent cannot hand off to itself")
                 if self.state.agent == message.to_agent:
-                    return False
-                self.emit(
+                    return 0
+                recorded = self.emit(
                     [
                         HandoffRouted(
                             channel=message.channel,
@@ -99,7 +102,7 @@ class HandoffRoute(EventSourcedActor[RouteState]):
                     ],
                     correlation_id=message.correlation_id,
                 )
-                return True
+                return recorded[0].position
             case ClearRoute():
                 current = self.state.agent
                 if current is None:

@@ -46,6 +46,16 @@ from .gateway import CallerContext, CallResult, CallStep
 
 __all__ = ["ActorToolAdapter", "PipelineGateway", "policy_for"]
 
+#: What the pipeline folds: approvals, the allowlist, and the events that end a call.
+_PIPELINE_EVENTS = (
+    ToolApprovalDecided,
+    ToolAllowlistChanged,
+    ToolApprovalRequested,
+    ToolCallCompleted,
+    ToolCallFailed,
+    ToolCallRefused,
+)
+
 
 class ActorToolAdapter:
     """An :class:`ActorTool` as a ``tools`` Tool; its ``Rejected`` becomes a tool error."""
@@ -157,9 +167,11 @@ class PipelineGateway:
     def interrupted(self, ctx: CallerContext, call_id: str, name: str, reason: str) -> list[Event]:
         return self.pipeline.interrupted(self.context(ctx), call_id, name, reason)
 
-    def read_event(self, event: Event) -> tuple[str, ChatMessage | None, str] | None:
-        if isinstance(event, ToolApprovalDecided | ToolAllowlistChanged | ToolApprovalRequested):
-            self.pipeline.apply(event)
+    def read_event(
+        self, event: Event, position: int | None = None
+    ) -> tuple[str, ChatMessage | None, str] | None:
+        if isinstance(event, _PIPELINE_EVENTS):  # an ending event also ends the call's span
+            self.pipeline.apply(event, position)
         match event:
             case ToolCallCompleted():
                 return (

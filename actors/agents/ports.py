@@ -9,6 +9,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from clawlog.events.streams import agent_stream, handoff_stream
+from clawlog.events.telemetry import (
+    CHANNEL,
+    CORRELATION,
+    POSITION,
+    SESSION_KEY,
+    STREAM,
+    context_carrier,
+    tracer,
+)
 
 from ..errors import ActorDead
 from .config import validate_agent_key
@@ -27,6 +36,10 @@ if TYPE_CHECKING:
     from ..runtime import ActorHandle, Runtime
 
 __all__ = ["AgentPorts"]
+
+#: On a ``handoff {to_agent}`` span: who handed the conversation to whom.
+_HANDOFF_FROM = "clawlog.handoff.from"
+_HANDOFF_TO = "clawlog.handoff.to"
 
 
 class AgentPorts:
@@ -54,6 +67,7 @@ class AgentPorts:
             label=label,
             mode="sync" if wait else "async",
             correlation_id=ctx.correlation_id or None,
+            trace_context=context_carrier(),  # the run's span is the tool call's child
         )
         supervisor = self._agent(ctx.agent)
         return await supervisor.ask(request, timeout)  # type: ignore[no-any-return]
@@ -72,27 +86,48 @@ class AgentPorts:
             parent_key=ctx.session_key,
             task_id=task_id,
             message=message,
+            trace_context=context_carrier(),
         )
         return await self._agent(ctx.agent).ask(request)  # type: ignore[no-any-return]
 
     # -- handoff ------------------------------------------------------------------------
     async def handoff(self, ctx: CallerContext, target: str, reason: str) -> bool:
-        """Route (channel, chat) to ``target`` and give it the conversation's context."""
+        """Route (channel, chat) to ``target`` and give it the conversation's context.
+
+        Traced as a ``handoff {target}`` span (a child of the handoff tool call's), whose
+        child is the target's turn on the introduction."""
         validate_agent_key(target)
         target_handle = self._agent(target)
         if not ctx.channel or not ctx.chat_id:
             raise ValueError("handoff needs a conversation on a channel and chat")
-        route = await self._route(ctx.channel, ctx.chat_id)
-        changed = await route.ask(
-            SetRoute(
-                channel=ctx.channel,
-                chat_id=ctx.chat_id,
-                from_agent=ctx.agent,
-                to_agent=target,
-                reason=reason,
-                session_key=ctx.session_key,
+        attributes = {
+            _HANDOFF_FROM: ctx.agent,
+            _HANDOFF_TO: target,
+            CHANNEL: ctx.channel,
+            SESSION_KEY: ctx.session_key,
+            STREAM: handoff_stream(ctx.channel, ctx.chat_id),
+            CORRELATION: ctx.correlation_id,
+        }
+        with tracer().start_as_current_span(f"handoff {target}", attributes=attributes) as span:
+            route = await self._route(ctx.channel, ctx.chat_id)
+            position = await route.ask(
+                SetRoute(
+                    channel=ctx.channel,
+                    chat_id=ctx.chat_id,
+                    from_agent=ctx.agent,
+                    to_agent=target,
+                    reason=reason,
+                    session_key=ctx.session_key,
+                    correlation_id=ctx.correlation_id or None,
+                )
             )
-        )
+            if position:
+                span.set_attribute(POSITION, position)
+            self._introduce(ctx, target_handle, reason)
+        return bool(position)
+
+    def _introduce(self, ctx: CallerContext, target_handle: ActorHandle[Any], reason: str) -> None:
+        """Tell the target about the conversation it now has (its turn continues the trace)."""
         intro = (
             f"[handoff from {ctx.agent}] The conversation on {ctx.channel}/{ctx.chat_id} "
             f"is now yours. Reason: {reason}"
@@ -106,9 +141,9 @@ class AgentPorts:
                 chat_id=ctx.chat_id,
                 user=ctx.user,
                 outbox_kind="handoff",
+                trace_context=context_carrier(),
             )
         )
-        return bool(changed)
 
     async def clear_handoff(self, ctx: CallerContext) -> str | None:
         route = await self._route(ctx.channel, ctx.chat_id)

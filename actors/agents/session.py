@@ -10,6 +10,11 @@ registered in ``runtime.services`` release what tools keep per session), a crash
 restart (the turn in flight ends as ``crashed``), and the resume of a turn found
 unfinished in the stream after a process restart. A turn a store failure ended is
 settled (its end recorded) once the store answers again, with backoff.
+
+Each turn is traced (:mod:`.turn_trace`): an ``invoke_agent`` span under the context its
+message brought, current while the turn's steps run, a ``chat`` span per model request,
+and the turn, model-latency and token metrics, each recorded when the event it stands
+for is durable, with that event's log position.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from clawlog.events.domain.session import (
     TurnStarted,
 )
 from clawlog.events.domain.tool import ApprovalOutcome
+from clawlog.events.telemetry import METRIC_AGENT, instruments, metrics_enabled
 
 from ..actor import DEFERRED, EventSourcedActor
 from ..errors import (
@@ -71,7 +77,8 @@ from .messages import (
 )
 from .posting import message_posted
 from .prompt import PromptBuilder
-from .session_state import SessionState, apply_session_event
+from .session_state import SessionState, TurnState, apply_session_event
+from .turn_trace import TurnTrace
 
 __all__ = ["SESSION_END_HOOKS", "Session"]
 
@@ -132,6 +139,11 @@ class Session(EventSourcedActor[SessionState]):
         self._unstarted = None
         self._settle_due = False
         self.idle_timeout_s = config.idle_timeout_s
+        #: The telemetry of the turn in flight (its span while tracing), until its end is
+        #: recorded.
+        self._trace: TurnTrace | None = None
+        #: Counted in ``clawlog.sessions.active`` (from its start to its stop).
+        self._counted_active = False
 
     # -- fold ---------------------------------------------------------------------------
     def initial_state(self) -> SessionState:
@@ -140,8 +152,21 @@ class Session(EventSourcedActor[SessionState]):
     def apply(self, state: SessionState, event: Event) -> SessionState:
         return apply_session_event(state, event, self._gateway.read_event)
 
+    def apply_at(self, state: SessionState, event: Event, position: int) -> SessionState:
+        # The gateway ends a tool call's span with the position of the event ending it.
+        read = self._gateway.read_event
+        return apply_session_event(state, event, lambda tool_event: read(tool_event, position))
+
     # -- messages -----------------------------------------------------------------------
     def handle(self, message: Message) -> Any:
+        trace = self._trace
+        if trace is None or trace.span is None:  # nothing traced: the hot path
+            return self._handle_message(message)
+        # The turn's steps run in its span: the tool calls they begin are its children.
+        with trace.current():
+            return self._handle_message(message)
+
+    def _handle_message(self, message: Message) -> Any:
         try:
             return self._on_message(message)
         except (Rejected, VersionConflict):
@@ -216,6 +241,16 @@ class Session(EventSourcedActor[SessionState]):
             )
         )
         self._active = _Active(turn_id, reply)
+        trace = self._trace
+        if trace is None or trace.turn_id != turn_id:  # the same one: a told retry
+            trace = self._trace = TurnTrace(
+                agent=self.config.key,
+                session_key=self.session_key,
+                stream=self.path,
+                turn_id=turn_id,
+                channel=message.channel or self.state.channel,
+                carrier=message.trace_context,
+            )
         try:
             self.emit(events, correlation_id=turn_id, causation_id=message.correlation_id)
         except StoreUnavailable:
@@ -224,7 +259,8 @@ class Session(EventSourcedActor[SessionState]):
                 self._unstarted = turn_id
             raise
         self._settle_tries, self._unstarted = 0, None
-        self._request_model()
+        with trace.current():
+            self._request_model()
 
     def _request_model(self) -> None:
         turn = self.state.turn
@@ -261,9 +297,15 @@ class Session(EventSourcedActor[SessionState]):
             correlation_id=turn.turn_id,
         )
         key = f"{turn.turn_id}:{iteration}"
-        self._active.futures[key] = self.pipe(
-            _timed(self.model.complete(request)), "model", key=key, correlation_id=turn.turn_id
-        )
+        trace = self._turn_trace()
+        trace.model_requested(self.model.name, self.model.provider, iteration)
+        with trace.model_current():  # the provider's own I/O spans (httpx...) nest in it
+            self._active.futures[key] = self.pipe(
+                _timed(self.model.complete(request)),
+                "model",
+                key=key,
+                correlation_id=turn.turn_id,
+            )
 
     def _on_model(self, message: Piped) -> None:
         turn, active = self.state.turn, self._active
@@ -272,17 +314,26 @@ class Session(EventSourcedActor[SessionState]):
         active.futures.pop(message.key, None)
         if message.error is not None:
             error = message.error
-            self.emit(
+            kind = getattr(error, "kind", type(error).__name__)
+            recorded = self.emit(
                 [
                     ModelFailed(
                         turn_id=turn.turn_id,
                         iteration=turn.iteration,
-                        kind=getattr(error, "kind", type(error).__name__),
+                        kind=kind,
                         message=self._gateway.scrub(str(error))[:2000],
                         attempts=getattr(error, "attempts", 1),
                     )
                 ],
                 correlation_id=turn.turn_id,
+            )
+            self._turn_trace().model_failed(
+                model=self.model.name,
+                provider=self.model.provider,
+                error=error,
+                kind=str(kind),
+                position=recorded[0].position,
+                scrub=self._gateway.scrub,
             )
             self._fail_turn("model_error", f"{getattr(error, 'kind', 'error')}: {error}")
             return
@@ -296,7 +347,7 @@ class Session(EventSourcedActor[SessionState]):
             )
             for c in reply.tool_calls
         ]
-        self.emit(
+        recorded = self.emit(
             [
                 ModelReplied(
                     turn_id=turn.turn_id,
@@ -309,6 +360,14 @@ class Session(EventSourcedActor[SessionState]):
                 )
             ],
             correlation_id=turn.turn_id,
+        )
+        self._turn_trace().model_replied(
+            model=self.model.name,
+            provider=self.model.provider,
+            stop_reason=reply.stop_reason,
+            usage=reply.usage,
+            duration_ms=duration_ms,
+            position=recorded[0].position,
         )
         if not calls:
             self._complete_turn(reply.text)
@@ -376,7 +435,8 @@ class Session(EventSourcedActor[SessionState]):
         if turn.outbox_kind:  # the reply is for a person: the outbox, in the same append
             resumed = active is not None and active.resumed
             events.append(self._posted(recorded, turn.outbox_kind, resumed=resumed))
-        self.emit(events, correlation_id=turn.turn_id, causation_id=turn.turn_id)
+        ended = self.emit(events, correlation_id=turn.turn_id, causation_id=turn.turn_id)
+        self._turn_ended(turn.turn_id, "completed", ended[0].position)
         self._active = None
         if active is not None and active.reply is not None:
             active.reply.set(text)
@@ -385,10 +445,11 @@ class Session(EventSourcedActor[SessionState]):
     def _fail_turn(self, reason: TurnFailureReason, text: str) -> None:
         turn, active = self.state.turn, self._active
         assert turn is not None
-        self.emit(
+        ended = self.emit(
             [TurnFailed(turn_id=turn.turn_id, reason=reason, message=text[:2000])],
             correlation_id=turn.turn_id,
         )
+        self._turn_ended(turn.turn_id, "failed", ended[0].position, f"{reason}: {text}")
         self._active = None
         if active is not None and active.reply is not None:
             active.reply.set_error(TurnFailedError(reason, text))
@@ -410,12 +471,42 @@ class Session(EventSourcedActor[SessionState]):
         return recorded[0].position
 
     # -- helpers ------------------------------------------------------------------------
+    def _turn_trace(self) -> TurnTrace:
+        """The turn in flight's telemetry (a fresh one for a turn this process did not
+        start, e.g. after a crash restart)."""
+        turn = self.state.turn
+        assert turn is not None
+        trace = self._trace
+        if trace is None or trace.turn_id != turn.turn_id:
+            trace = self._trace = TurnTrace(
+                agent=self.config.key,
+                session_key=self.session_key,
+                stream=self.path,
+                turn_id=turn.turn_id,
+                channel=self.state.channel,
+                resumed=True,
+            )
+        return trace
+
+    def _turn_ended(self, turn_id: str, outcome: str, position: int, reason: str = "") -> None:
+        """The end of ``turn_id`` was recorded at ``position``: its span and metrics."""
+        trace = self._trace
+        if trace is not None and trace.turn_id == turn_id:
+            self._trace = None
+            # A failure's text may quote a key (a provider's error): scrubbed as recorded.
+            trace.ended(outcome, position, self._gateway.scrub(reason)[:2000] if reason else "")
+        else:
+            TurnTrace.ended_untraced(self.config.key, outcome)
+
     def _posted(self, text: str, kind: str, **where: Any) -> Event:
         return message_posted(self.config.key, self.session_key, self.state, text, kind, **where)
 
     # -- cancel, stop, crash and restart ------------------------------------------------
     def on_recovered(self, restarted: bool) -> None:
         if not restarted:
+            if not self._counted_active and metrics_enabled():
+                self._counted_active = True
+                instruments().sessions_active.add(1, {METRIC_AGENT: self.config.key})
             if self.state.turn is not None:
                 self.actor_ref.tell(ResumeTurn())
             return
@@ -431,16 +522,18 @@ class Session(EventSourcedActor[SessionState]):
                 active.reply.set_error(TurnFailedError("crashed", message))
         if turn is not None:
             self._close_open_calls("the session crashed during this call")
-            self.emit(
+            ended = self.emit(
                 [TurnFailed(turn_id=turn.turn_id, reason="crashed", message=message)],
                 correlation_id=turn.turn_id,
             )
+            self._turn_ended(turn.turn_id, "failed", ended[0].position, f"crashed: {message}")
         self.actor_ref.tell(SettleTurn())  # then the queued messages, each in its own step
 
     def on_stop(self) -> None:
         active, queued = self._active, list(self._queue)
         self._active = None
         self._queue.clear()
+        self._count_stop()
         if active is not None:
             for future in active.futures.values():
                 future.cancel()
@@ -471,12 +564,27 @@ class Session(EventSourcedActor[SessionState]):
             for future in active.futures.values():
                 future.cancel()
         self._close_open_calls(f"cancelled by {by}")
-        self.emit([TurnCancelled(turn_id=turn.turn_id, by=by)], correlation_id=turn.turn_id)
+        ended = self.emit([TurnCancelled(turn_id=turn.turn_id, by=by)], correlation_id=turn.turn_id)
+        self._turn_ended(turn.turn_id, "cancelled", ended[0].position)
         self._active = None
         if active is not None and active.reply is not None:
             active.reply.set_error(TurnCancelledError(f"the turn was cancelled by {by}"))
         self._next_turn()
         return True
+
+    def _count_stop(self) -> None:
+        """The session stops: its turn's span ends (the turn resumes at its next start)
+        and it leaves ``clawlog.sessions.active`` (and counts as passivated if it is)."""
+        trace, self._trace = self._trace, None
+        if trace is not None:
+            trace.abandoned("the session stopped during the turn; it resumes at its next start")
+        if self._counted_active:
+            self._counted_active = False
+            meters = instruments()
+            attributes = {METRIC_AGENT: self.config.key}
+            meters.sessions_active.add(-1, attributes)
+            if self._passivating:
+                meters.sessions_passivated.add(1, attributes)
 
     def _close_open_calls(self, reason: str, keep: frozenset[str] = frozenset()) -> None:
         turn = self.state.turn
@@ -502,6 +610,10 @@ class Session(EventSourcedActor[SessionState]):
             return
         self._active = _Active(turn.turn_id, None)
         self._active.resumed = True
+        with self._turn_trace().current():  # a new span: the one that started it is gone
+            self._resume_in_flight(turn)
+
+    def _resume_in_flight(self, turn: TurnState) -> None:
         if turn.sender.startswith("delegate:"):
             # Its link records the delegation as interrupted when it starts again and tells
             # the source so: finishing the turn here would do the work a second time for
@@ -587,10 +699,11 @@ class Session(EventSourcedActor[SessionState]):
                     self._close_open_calls(f"the turn failed: {text}")
                     turn_id = turn.turn_id
                 # With no turn open, its start was not recorded: its end still is.
-                self.emit(
+                ended = self.emit(
                     [TurnFailed(turn_id=turn_id, reason=reason, message=text)],
                     correlation_id=turn_id,
                 )
+                self._turn_ended(turn_id, "failed", ended[0].position, f"{reason}: {text}")
                 self._settle_tries = 0
         except StoreUnavailable as exc:
             self._settle_error = exc

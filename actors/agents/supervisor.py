@@ -7,7 +7,9 @@ stream, so nothing is lost and threads follow active sessions only.
 It also supervises the agent's subagents (actors.agents.subagents holds their messages,
 the task book folded from ``agent/{key}`` and the Subagent actor): it applies the limits,
 spawns each task as a child, records how it ended, answers sync spawns, announces async
-results to the parent session (debounced) and archives finished tasks.
+results to the parent session (debounced) and archives finished tasks. Each task's run is
+an ``invoke_agent subagent`` span (a child of the spawning tool call's), and the
+subagent's turn continues that trace.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 import msgspec
+from opentelemetry.trace import Span, Status, StatusCode
 
 from clawlog.events import Event
 from clawlog.events.domain.agent import (
@@ -29,6 +32,17 @@ from clawlog.events.domain.agent import (
     SubagentSteered,
 )
 from clawlog.events.streams import session_stream, subagent_stream
+from clawlog.events.telemetry import (
+    CORRELATION,
+    GEN_AI_AGENT,
+    GEN_AI_OPERATION,
+    OPERATION_INVOKE_AGENT,
+    POSITION,
+    STREAM,
+    SUBAGENT_TASK,
+    tracer,
+    tracing_enabled,
+)
 
 from .._bridge import AskEnvelope
 from ..actor import DEFERRED, EventSourcedActor
@@ -64,12 +78,16 @@ from .subagents import (
     new_task_id,
     now,
 )
+from .turn_trace import span_carrier
 
 __all__ = ["AgentState", "AgentSupervisor", "Reconfigure", "apply_agent_event"]
 
 _ROUTED = (SendMessage, CancelTurn, AnswerApproval, GetSessionStatus)
 #: ``runtime`` slot name: subagents running in the whole system.
 _SLOTS = "subagents"
+#: On a subagent run's span: how it ended (completed | failed | cancelled | interrupted).
+_SUBAGENT_OUTCOME = "clawlog.subagent.outcome"
+_SUBAGENT_MODE = "clawlog.subagent.mode"
 
 
 class AgentState(msgspec.Struct, kw_only=True):
@@ -118,6 +136,8 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
         #: Sync spawns waiting for their task's end, and finished async tasks to announce.
         self._waiters: dict[str, Any] = {}
         self._to_announce: dict[str, list[str]] = defaultdict(list)
+        #: The ``invoke_agent subagent`` span of each running task (while tracing).
+        self._subagent_spans: dict[str, Span] = {}
 
     def initial_state(self) -> AgentState:
         return AgentState()
@@ -315,11 +335,13 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
             parent_session=request.parent_session,
             depth=depth,
         )
+        span = self._start_span(task_id, request)
         start = SendMessage(
             session_key=task_id,
             text=request.task,
             sender="parent",
             correlation_id=request.correlation_id,
+            trace_context=span_carrier(span),  # the subagent's turn is the run's child
         )
         child.ref.tell(AskEnvelope(start, _DoneReply(self.handle_ref, task_id)))
         info = self.state.tasks.tasks[task_id]
@@ -332,7 +354,7 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
         info = self.state.tasks.tasks.get(done.task_id)
         if info is None or info.status != "running":
             return
-        self.emit(
+        finished = self.emit(
             [
                 SubagentFinished(
                     task_id=done.task_id,
@@ -343,6 +365,7 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
                 )
             ]
         )
+        self._end_span(done.task_id, done.status, finished[0].position, done.error)
         self.runtime.give_slot(_SLOTS)
         waiter = self._waiters.pop(done.task_id, None)
         if waiter is not None:
@@ -459,6 +482,43 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
     def _tell_later(self, delay: float, message: Any) -> None:
         loop = self.runtime.hub.loop
         loop.call_soon_threadsafe(loop.call_later, delay, self._tell_self, message)
+
+    # -- telemetry ----------------------------------------------------------------------
+    def _start_span(self, task_id: str, request: SpawnSubagent) -> Span | None:
+        """The run's span, a child of the current context (the spawning tool call's)."""
+        if not tracing_enabled():
+            return None
+        attributes: dict[str, Any] = {
+            GEN_AI_OPERATION: OPERATION_INVOKE_AGENT,
+            GEN_AI_AGENT: self.config.key,
+            SUBAGENT_TASK: task_id,
+            STREAM: subagent_stream(task_id),
+            _SUBAGENT_MODE: request.mode,
+        }
+        if request.correlation_id:
+            attributes[CORRELATION] = request.correlation_id
+        span = tracer().start_span(f"{OPERATION_INVOKE_AGENT} subagent", attributes=attributes)
+        self._subagent_spans[task_id] = span
+        return span
+
+    def _end_span(self, task_id: str, outcome: str, position: int, error: str = "") -> None:
+        """The run's end was recorded at ``position`` (``subagent.finished``)."""
+        span = self._subagent_spans.pop(task_id, None)
+        if span is None:
+            return
+        span.set_attribute(_SUBAGENT_OUTCOME, outcome)
+        span.set_attribute(POSITION, position)
+        if outcome == "failed":
+            span.set_status(Status(StatusCode.ERROR, error))
+        span.end()
+
+    def on_stop(self) -> None:
+        spans, self._subagent_spans = self._subagent_spans, {}
+        for span in spans.values():  # recorded as interrupted when the agent starts again
+            span.set_attribute(_SUBAGENT_OUTCOME, "interrupted")
+            span.set_status(Status(StatusCode.ERROR, "the agent stopped during the run"))
+            span.end()
+        super().on_stop()
 
 
 def _start_failure(path: str, message: Any, exc: Exception) -> Exception:

@@ -9,6 +9,10 @@ caller told, so no delegated result is ever silently lost.
 A result the source agent's quality gates must pass first is piped through
 :func:`~actors.delegation.gates.evaluate_gates`; the link records the verdicts and applies
 what :func:`~actors.delegation.gates.gate_decision` makes of them (deliver, retry, fail).
+
+Each delegation is a ``delegate {target}`` span from its request to its recorded end, a
+child of the delegate tool call that asked (its context came in ``Delegate``); the
+target's turns (every attempt) are its children.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import time
 import uuid
 from typing import Any
+
+from opentelemetry.trace import Span, Status, StatusCode
 
 from clawlog.events import Event
 from clawlog.events.domain.delegation import (
@@ -31,10 +37,23 @@ from clawlog.events.domain.delegation import (
     LinkConfigured,
 )
 from clawlog.events.streams import agent_stream
+from clawlog.events.telemetry import (
+    CORRELATION,
+    DELEGATION,
+    DELEGATION_MODE,
+    DELEGATION_OUTCOME,
+    DELEGATION_SOURCE,
+    DELEGATION_TARGET,
+    POSITION,
+    STREAM,
+    tracer,
+    tracing_enabled,
+)
 
 from .._bridge import AskEnvelope
 from ..actor import DEFERRED, EventSourcedActor
 from ..agents.messages import CancelTurn, SendMessage
+from ..agents.turn_trace import span_carrier
 from ..errors import ActorDead, DelegationError, Rejected
 from ..messages import Message, Piped
 from .gates import evaluate_gates, gate_decision, gate_name, gates_for, revision_prompt
@@ -86,6 +105,8 @@ class DelegationLink(EventSourcedActor[LinkState]):
         super().__init__(*args, **kwargs)
         self._configured = configured
         self._waiters: dict[str, Any] = {}
+        #: The ``delegate {target}`` span of each running delegation (while tracing).
+        self._spans: dict[str, Span] = {}
 
     def initial_state(self) -> LinkState:
         return LinkState()
@@ -213,6 +234,7 @@ class DelegationLink(EventSourcedActor[LinkState]):
             correlation_id=request.correlation_id,
         )
         info = self.state.delegations[delegation_id]
+        self._start_span(info, request.correlation_id)
         self._run_target(info, request.task, attempt=1)
         self._tell_later(deadline, DeadlineReached(delegation_id=delegation_id))
         if request.mode == "sync":
@@ -248,6 +270,8 @@ class DelegationLink(EventSourcedActor[LinkState]):
             sender=f"delegate:{info.source}",
             user=info.user,
             skip_quality_gates=info.skip_quality_gates,
+            # The target's turn is the delegation span's child (each attempt's turn).
+            trace_context=span_carrier(self._spans.get(info.delegation_id)),
         )
         target.ref.tell(AskEnvelope(message, reply))
 
@@ -355,13 +379,19 @@ class DelegationLink(EventSourcedActor[LinkState]):
                     "as interrupted when the link starts again"
                 )
             )
+        spans, self._spans = self._spans, {}
+        for span in spans.values():  # recorded as interrupted when the link starts again
+            span.set_attribute(DELEGATION_OUTCOME, "interrupted")
+            span.set_status(Status(StatusCode.ERROR, "the link stopped during the delegation"))
+            span.end()
         super().on_stop()
 
     def _finish(self, info: DelegationInfo, event: Event) -> None:
         """Record the outcome, free the capacity and deliver it to the caller."""
-        self.emit([event])
+        recorded = self.emit([event])
         self.runtime.give_slot(f"delegation-load:{info.target}")
         info = self.state.delegations[info.delegation_id]
+        self._end_span(info, recorded[0].position)
         waiter = self._waiters.pop(info.delegation_id, None)
         if waiter is not None:
             if info.status == "completed":
@@ -398,6 +428,35 @@ class DelegationLink(EventSourcedActor[LinkState]):
     def _tell_later(self, delay: float, message: Any) -> None:
         loop = self.runtime.hub.loop
         loop.call_soon_threadsafe(loop.call_later, delay, self._tell_self, message)
+
+    # -- telemetry ----------------------------------------------------------------------
+    def _start_span(self, info: DelegationInfo, correlation_id: str | None) -> None:
+        """The delegation's span, a child of the current context (the delegate tool call's,
+        which the ``Delegate`` message brought)."""
+        if not tracing_enabled():
+            return
+        attributes: dict[str, Any] = {
+            DELEGATION: info.delegation_id,
+            DELEGATION_SOURCE: info.source,
+            DELEGATION_TARGET: info.target,
+            DELEGATION_MODE: info.mode,
+            STREAM: self.path,
+        }
+        if correlation_id:
+            attributes[CORRELATION] = correlation_id
+        span = tracer().start_span(f"delegate {info.target}", attributes=attributes)
+        self._spans[info.delegation_id] = span
+
+    def _end_span(self, info: DelegationInfo, position: int) -> None:
+        """The delegation's end was recorded at ``position``."""
+        span = self._spans.pop(info.delegation_id, None)
+        if span is None:
+            return
+        span.set_attribute(DELEGATION_OUTCOME, info.status)
+        span.set_attribute(POSITION, position)
+        if info.status == "failed":
+            span.set_status(Status(StatusCode.ERROR, f"{info.reason}: {info.result}"[:500]))
+        span.end()
 
 
 def _describe(info: DelegationInfo) -> str:

@@ -8,6 +8,7 @@ import msgspec
 
 from clawlog.events.domain.delegation import DelegationMode
 from clawlog.events.streams import agent_stream, link_stream
+from clawlog.events.telemetry import context_carrier
 
 from ..agents.gateway import CallerContext
 from ..errors import Rejected
@@ -68,6 +69,7 @@ class DelegationPorts:
                 ctx.skip_quality_gates if skip_quality_gates is None else skip_quality_gates
             ),
             correlation_id=ctx.correlation_id or None,
+            trace_context=context_carrier(),  # the delegation's span: the tool call's child
         )
         wait = (deadline_s or 300.0) + 30.0 if mode == "sync" else None
         return await link.ask(request, wait)  # type: ignore[no-any-return]

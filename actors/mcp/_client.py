@@ -20,6 +20,9 @@ from typing import IO, Any, NamedTuple
 import anyio
 import mcp.types as mt
 from mcp import ClientSession
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from clawlog.events.telemetry import GEN_AI_TOOL, MCP_SERVER, tracer, tracing_enabled
 
 from ..errors import (
     McpCallTimeout,
@@ -35,6 +38,8 @@ from .sdk_errors import translate
 __all__ = ["Handshake", "McpClient"]
 
 _STDERR_TAIL = 600
+#: The semantic conventions' key for the class of error a failed operation ended with.
+_ERROR_TYPE = "error.type"
 _CLOSE_TIMEOUT_S = 10.0
 
 
@@ -169,6 +174,24 @@ class McpClient:
 
     # -- use ----------------------------------------------------------------------------
     async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> mt.CallToolResult:
+        """Call ``tool`` (its name on the server); traced as ``mcp tools/call {server}``, a
+        child of the current context (the execute_tool span of the agent's tool call)."""
+        if not tracing_enabled():
+            return await self._call(tool, arguments, timeout)
+        with tracer().start_as_current_span(
+            f"mcp tools/call {self.config.name}",
+            kind=SpanKind.CLIENT,
+            attributes={MCP_SERVER: self.config.name, GEN_AI_TOOL: tool},
+        ) as span:  # an error raised is recorded on it (ERROR status, exception event)
+            result = await self._call(tool, arguments, timeout)
+            if result.is_error:  # the server ran the tool and reports its failure
+                span.set_attribute(_ERROR_TYPE, "tool_error")
+                span.set_status(Status(StatusCode.ERROR, "the server reported a tool error"))
+            return result
+
+    async def _call(
+        self, tool: str, arguments: dict[str, Any], timeout: float
+    ) -> mt.CallToolResult:
         session = self._session()
         self.in_flight += 1
         try:

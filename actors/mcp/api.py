@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from clawlog.events.domain.mcp import McpGrantScope, McpToolInfo
 from clawlog.events.streams import mcp_stream
+from clawlog.events.telemetry import context_carrier
 from clawlog.tools import ToolResult
 
 from .._bridge import run_in_thread
@@ -247,7 +248,8 @@ class McpServers:
                 not answer in time, or waits for the event store).
         """
         handle = self._server(server)
-        result = await handle.ask(CallTool(tool=tool, arguments=dict(arguments or {})))
+        call = CallTool(tool=tool, arguments=dict(arguments or {}), trace_context=context_carrier())
+        result = await handle.ask(call)
         view = self.views.snapshot().get(server)
         found = next((t for t in view.tools if t.remote_name == tool), None) if view else None
         if found is None:  # not listed (yet)

@@ -17,6 +17,8 @@ and the backoff before the next, a call that ran into its deadline, a lost conne
 connection is touched; grants and access requests are recorded as asked (a review that
 approves a request appends the grant in the same batch as the review, as GoClaw creates
 it in the same transaction, so the log never shows one without the other).
+
+``clawlog.mcp.servers`` counts this server in the state it last published, until it stops.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from clawlog.events.domain.mcp import (
     McpToolsWithdrawn,
     McpUserGrantRevoked,
 )
+from clawlog.events.telemetry import METRIC_STATE, instruments, metrics_enabled
 from clawlog.tools import Scrubber
 
 from ..actor import DEFERRED, EventSourcedActor
@@ -121,6 +124,8 @@ class McpConnection(EventSourcedActor[McpServerState]):
         self._tools: dict[str, McpTool] = {}
         starting = f"MCP server {config.name!r} is starting"
         self._direct = DirectCalls(self.runtime.hub, self._report_call, starting)
+        #: The state this server is counted in by ``clawlog.mcp.servers`` (None: not counted).
+        self._counted_state: str | None = None
 
     # -- fold ---------------------------------------------------------------------------
     def initial_state(self) -> McpServerState:
@@ -594,6 +599,7 @@ class McpConnection(EventSourcedActor[McpServerState]):
 
     def _publish(self) -> None:
         state = self.state
+        self._count_state(state.state)
         client = self._client
         if state.state == "connected" and state.offered and client is not None:
             self._direct.open(client, self._generation)
@@ -612,6 +618,18 @@ class McpConnection(EventSourcedActor[McpServerState]):
                 scrubber=self._scrubber,
             )
         )
+
+    def _count_state(self, state: str | None) -> None:
+        """Move this server to ``state`` in ``clawlog.mcp.servers`` (None: out of it)."""
+        counted = self._counted_state
+        if state == counted or (counted is None and not metrics_enabled()):
+            return
+        servers = instruments().mcp_servers
+        if counted is not None:
+            servers.add(-1, {METRIC_STATE: counted})
+        if state is not None:
+            servers.add(1, {METRIC_STATE: state})
+        self._counted_state = state
 
     # -- hub plumbing -------------------------------------------------------------------
     def _schedule(self, message: Message, delay: float) -> None:
@@ -642,6 +660,7 @@ class McpConnection(EventSourcedActor[McpServerState]):
             view = self.views.snapshot().get(self.config.name)
             if view is not None:
                 self.views.publish(view._replace(state="stopped", available=False))
+        self._count_state(None)
         super().on_stop()
 
 

@@ -60,9 +60,9 @@ class McpGateway(PipelineGateway):
         visible = [tool.name for tool in self.views.tools_for(ctx.agent, ctx.user)]
         return msgspec.structs.replace(base, request_allow=(_NATIVE, *visible))
 
-    def read_event(self, event: Any) -> Any:
+    def read_event(self, event: Any, position: int | None = None) -> Any:
         self._sync()  # a restored approval may name an MCP tool
-        return super().read_event(event)
+        return super().read_event(event, position)
 
     def _sync(self) -> None:
         """Register new and changed MCP tools, unregister vanished ones."""

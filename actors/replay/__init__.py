@@ -14,15 +14,19 @@ from .compare import Divergence, DivergenceKind
 from .engine import ConfigChange, RerunReport, deny_tools, rerun
 from .folds import stream_state_as_of
 from .recording import RecordedTurn, read_session
+from .telemetry_export import ExportIds, export_session, turn_trace_id
 
 __all__ = [
     "ConfigChange",
     "Divergence",
     "DivergenceKind",
+    "ExportIds",
     "RecordedTurn",
     "RerunReport",
     "deny_tools",
+    "export_session",
     "read_session",
     "rerun",
     "stream_state_as_of",
+    "turn_trace_id",
 ]

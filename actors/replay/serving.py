@@ -232,8 +232,10 @@ class ReplayGateway:
     def interrupted(self, ctx: CallerContext, call_id: str, name: str, reason: str) -> list[Event]:
         return self.inner.interrupted(ctx, call_id, name, reason)
 
-    def read_event(self, event: Event) -> tuple[str, ChatMessage | None, str] | None:
-        return self.inner.read_event(event)
+    def read_event(
+        self, event: Event, position: int | None = None
+    ) -> tuple[str, ChatMessage | None, str] | None:
+        return self.inner.read_event(event, position)
 
     def scrub(self, text: str) -> str:
         return self.inner.scrub(text)

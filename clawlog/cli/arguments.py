@@ -325,6 +325,28 @@ def _add_replay(command: argparse.ArgumentParser) -> None:
     rerun.add_argument("--to-turn", type=int, metavar="N", help="last turn (default: the last)")
 
 
+def _add_export_otel(command: argparse.ArgumentParser) -> None:
+    command.add_argument("agent", help="the agent's key (e.g. lead)")
+    command.add_argument("session_key", help="the session's key, usually the user (demo-user)")
+    where = command.add_mutually_exclusive_group()
+    where.add_argument(
+        "--console",
+        action="store_true",
+        help="print the spans on stdout, one JSON object per line (the default)",
+    )
+    where.add_argument(
+        "--otlp",
+        metavar="ENDPOINT",
+        help="send them to an OTLP/HTTP collector (http://127.0.0.1:4318); needs "
+        "pip install opentelemetry-exporter-otlp",
+    )
+    turns = command.add_argument_group("which turns")
+    turns.add_argument(
+        "--from-turn", type=int, default=1, metavar="N", help="first turn to export (default 1)"
+    )
+    turns.add_argument("--to-turn", type=int, metavar="N", help="last turn (default: the last)")
+
+
 def _count(text: str) -> int:
     try:
         value = int(text)
@@ -394,6 +416,15 @@ _COMMANDS: tuple[tuple[str, str, str, Callable[[argparse.ArgumentParser], None] 
         "With --json the timeline is JSON Lines; --as-of and --rerun print one document. "
         "A re-run that diverges from the log exits with status 1.",
         _add_replay,
+    ),
+    (
+        "export-otel",
+        "a recorded session as OpenTelemetry spans: one trace per turn, recorded times",
+        "The same span tree the live run emits (turns, model requests, tool calls, subagents, "
+        "delegations, handoffs, MCP calls), with ids derived from the log: a re-export gives "
+        "the same trace ids. Needs pip install opentelemetry-sdk. A turn still running is "
+        "left out.",
+        _add_export_otel,
     ),
     (
         "doctor",

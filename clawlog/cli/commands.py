@@ -169,6 +169,12 @@ async def _replay(store: EventStore, args: argparse.Namespace) -> int:
     return await replay(store, args)
 
 
+async def _export_otel(store: EventStore, args: argparse.Namespace) -> int:
+    from .export_otel import export_otel
+
+    return await export_otel(store, args)
+
+
 async def _tools(store: EventStore, args: argparse.Namespace) -> int:
     from .tools import tools
 
@@ -188,4 +194,5 @@ _READERS = {
     "tools": _tools,
     "rebuild": _rebuild,
     "replay": _replay,
+    "export-otel": _export_otel,
 }

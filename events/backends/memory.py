@@ -9,9 +9,12 @@ from collections.abc import Sequence
 
 from ..envelope import EventMetadata, NewRecord, StoredRecord
 from ..errors import IdempotencyKeyReused, StoreClosed
+from ..telemetry import METRIC_BACKEND, instruments, metrics_enabled
 from .base import SnapshotRecord, check_expected_version
 
 __all__ = ["MemoryBackend"]
+
+_METRIC_ATTRIBUTES = {METRIC_BACKEND: "memory"}
 
 
 class MemoryBackend:
@@ -63,6 +66,8 @@ class MemoryBackend:
         ]
         self._log.extend(recorded)
         events.extend(recorded)
+        if metrics_enabled():  # every append is its own batch here
+            instruments().append_batch_size.record(len(recorded), _METRIC_ATTRIBUTES)
         if key is not None:
             self._idempotency[key] = (stream, recorded[0].position, recorded[-1].position)
         assert self._appended is not None

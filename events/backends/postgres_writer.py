@@ -29,6 +29,7 @@ import asyncpg
 from ..envelope import EventMetadata, NewRecord, StoredRecord
 from ..errors import EventStoreError, IdempotencyKeyReused, StoreUnavailable, VersionConflict
 from ..logging import get_logger
+from ..telemetry import METRIC_BACKEND, instruments, metrics_enabled
 from .base import ANY, NO_STREAM
 from .postgres_sql import APPEND_KINDS, append_known_sql, append_sql
 
@@ -46,6 +47,7 @@ _APPENDED, _DUPLICATE, _CONFLICT, _KEY_REUSED = (
     APPEND_KINDS[k] for k in ("appended", "duplicate", "conflict", "key_reused")
 )
 _log = get_logger(__name__)
+_METRIC_ATTRIBUTES = {METRIC_BACKEND: "postgres"}
 _MAX_KNOWN = 100_000
 ReadSpan = Callable[[int, int], Awaitable[list[StoredRecord]]]
 
@@ -240,6 +242,7 @@ class PostgresWriter:
             self._channel,
         )
         self._remember(after)
+        _measure_batch(len(versions))
         return [
             self._stored(request, head + offset + 1, first, now)
             for request, first, offset in zip(batch, firsts, offsets, strict=True)
@@ -247,12 +250,15 @@ class PostgresWriter:
 
     def _learn(self, batch: list[_Request], rows: list[Any]) -> None:
         after: dict[str, int] = {}
+        appended = 0
         for request, (kind, _, b, _) in zip(batch, rows, strict=True):
             if kind == _APPENDED:
                 after[request.stream] = b + len(request.records) - 1
+                appended += len(request.records)
             elif kind == _CONFLICT:
                 after[request.stream] = b
         self._remember(after)
+        _measure_batch(appended)
 
     def _remember(self, versions: dict[str, int]) -> None:
         if len(self._versions) > _MAX_KNOWN:
@@ -298,6 +304,12 @@ class PostgresWriter:
             return await self._read_span(a, b)
         except EventStoreError as exc:
             return exc
+
+
+def _measure_batch(events: int) -> None:
+    """Records the events one statement committed: what group commit achieved."""
+    if events and metrics_enabled():
+        instruments().append_batch_size.record(events, _METRIC_ATTRIBUTES)
 
 
 def _refused_by_server(exc: Exception) -> bool:

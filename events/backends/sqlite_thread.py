@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import EventStoreError
+from ..telemetry import METRIC_BACKEND, instruments, metrics_enabled
 from .sqlite_schema import check_or_create_schema, check_schema
 from .sqlite_writer import AppendRequest, BatchWriter, Outcome, SnapshotRequest
 
@@ -35,6 +36,7 @@ Request = AppendRequest | SnapshotRequest
 #: ``(batch, outcomes or the error that failed the whole batch, head after it)``.
 Resolver = Callable[[list[Request], "list[Outcome] | BaseException", int], None]
 _STOP = None
+_METRIC_ATTRIBUTES = {METRIC_BACKEND: "sqlite"}
 
 
 class WriterThread:
@@ -120,6 +122,9 @@ class WriterThread:
                 except Exception as exc:  # every caller must get an answer, whatever went wrong
                     outcomes = exc
                 self._reply(self._resolve, requests, outcomes, writer.head)
+                if writer.committed and metrics_enabled():
+                    # After the reply: the callers need not wait for the metric.
+                    instruments().append_batch_size.record(writer.committed, _METRIC_ATTRIBUTES)
             if stopping:
                 return
 

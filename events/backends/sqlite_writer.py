@@ -84,6 +84,8 @@ class BatchWriter:
         #: ``versions`` holds every stream of the log (it was empty when opened and the
         #: cache was never dropped): a stream not in it has no events yet.
         self.complete = False
+        #: Events the last ``commit`` wrote, over all its transactions (a metric).
+        self.committed = 0
 
     def load_head(self, conn: sqlite3.Connection) -> int:
         self.head = int(conn.execute("SELECT max(position) FROM events").fetchone()[0] or 0)
@@ -97,6 +99,7 @@ class BatchWriter:
     def commit(
         self, conn: sqlite3.Connection, batch: Sequence[AppendRequest | SnapshotRequest]
     ) -> list[Outcome]:
+        self.committed = 0
         try:
             return self._commit_once(conn, batch)
         except sqlite3.IntegrityError:
@@ -152,6 +155,7 @@ class BatchWriter:
                 conn.execute("ROLLBACK")
             raise
         self.head = plan.head
+        self.committed += len(plan.plain) + len(plan.full)
         if len(cached) + len(planned) > _MAX_CACHED_STREAMS:
             self.forget_versions()
         cached.update(planned)

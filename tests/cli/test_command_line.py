@@ -29,6 +29,7 @@ COMMANDS = [
     "replay",
     "doctor",
     "tools",
+    "export-otel",
 ]
 
 
@@ -41,7 +42,7 @@ def test_version_prints_the_installed_version() -> None:
 def test_the_help_lists_every_command_and_says_what_json_prints() -> None:
     done = clawlog("--help")
     assert done.returncode == 0 and done.stderr == ""
-    listed = set(re.findall(r"^ {4}(\w+) ", done.stdout, re.MULTILINE))  # indented once more
+    listed = set(re.findall(r"^ {4}([\w-]+) ", done.stdout, re.MULTILINE))  # indented once more
     assert listed == set(COMMANDS)
     text = " ".join(done.stdout.split())
     assert "one JSON document (an object or an array) for the snapshot commands" in text

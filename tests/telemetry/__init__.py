@@ -1,0 +1,1 @@
+"""OpenTelemetry: spans, metrics and their cost (issue 27)."""

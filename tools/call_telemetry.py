@@ -1,0 +1,308 @@
+"""OpenTelemetry for tool calls: one ``execute_tool {tool}`` span per call through the
+pipeline, and the ``clawlog.tool.calls`` / ``clawlog.tool.approvals.waiting`` metrics.
+
+A call's span starts in :meth:`ToolPipeline.begin` as a child of the CURRENT context (the
+session makes its turn span current there), is current while the tool runs (so an MCP call
+or a delegation the tool makes nests under it) and ends when the event that ends the call
+(``tool.call_refused``, ``tool.call_completed`` or ``tool.call_failed``) is folded back
+with :meth:`ToolPipeline.apply`: only then is the event durable, and its log position known
+(``clawlog.log.position``). The counter counts the same moment, so it matches the log.
+
+Attributes are derived from the recorded events by :func:`call_outcome` and
+:func:`ended_attributes`, so the export of a recorded session rebuilds the same span.
+
+The approval wait is two span events (``approval requested`` / ``approval decided``) and
+the ``clawlog.tool.approval_wait_ms`` attribute, not a child span: the wait is no work of
+clawlog's, the tree stays one span per call (what the export rebuilds from the same two
+events), and a trace UI still marks both instants on the call's bar.
+
+Without an SDK (``tracing_enabled()`` and ``metrics_enabled()`` both False) nothing is
+tracked: :meth:`CallTelemetry.started` returns after two look-ups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import traceback
+from collections.abc import Callable, Mapping
+from typing import Literal
+
+from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
+
+from clawlog.events import Event
+from clawlog.events.domain.tool import (
+    ApprovalOutcome,
+    ToolCallCompleted,
+    ToolCallFailed,
+    ToolCallRefused,
+)
+from clawlog.events.telemetry import (
+    APPROVAL_WAIT,
+    GEN_AI_OPERATION,
+    GEN_AI_TOOL,
+    GEN_AI_TOOL_CALL,
+    METRIC_OUTCOME,
+    METRIC_REFUSED_STEP,
+    METRIC_TOOL,
+    OPERATION_EXECUTE_TOOL,
+    POSITION,
+    REFUSED_STEP,
+    TOOL_OUTCOME,
+    instruments,
+    metrics_enabled,
+    tracer,
+    tracing_enabled,
+)
+
+from .result import ErrorKind
+
+__all__ = [
+    "APPROVAL_DECIDED",
+    "APPROVAL_DECISION",
+    "APPROVAL_REQUESTED",
+    "ERROR_TYPE",
+    "CallOutcome",
+    "CallTelemetry",
+    "call_outcome",
+    "ended_attributes",
+    "ended_status",
+    "record_exception",
+    "span_name",
+]
+
+#: The span events of an approval wait, and the decision's attribute on the second one.
+APPROVAL_REQUESTED = "approval requested"
+APPROVAL_DECIDED = "approval decided"
+APPROVAL_DECISION = "clawlog.tool.approval_decision"
+#: The semantic conventions' error class: the ``ErrorKind`` of a failed call.
+ERROR_TYPE = "error.type"
+
+#: The values of ``clawlog.tool.outcome``.
+CallOutcome = Literal["completed", "failed", "refused", "denied", "timeout"]
+EndingEvent = ToolCallRefused | ToolCallCompleted | ToolCallFailed
+
+#: Calls kept open at most: a caller that never folds the ending events back (against
+#: :meth:`ToolPipeline.apply`'s contract) must not grow this without bound.
+_MAX_OPEN = 10_000
+
+
+def span_name(tool: str) -> str:
+    return f"{OPERATION_EXECUTE_TOOL} {tool}"
+
+
+def call_outcome(event: EndingEvent, approval: ApprovalOutcome | None = None) -> CallOutcome:
+    """The outcome of the call ``event`` ends; ``approval`` is the decision recorded for it
+    (``tool.approval_decided``), if it waited for one.
+
+    A person's deny is ``denied`` and an unanswered request ``timeout`` (both refused at
+    the step ``approval``); a run that hit the tool's timeout is ``timeout`` too (without a
+    refused step); an interrupted run (cancelled turn, crash) is ``failed``.
+    """
+    match event:
+        case ToolCallCompleted():
+            return "completed"
+        case ToolCallFailed():
+            return "timeout" if event.error_kind == ErrorKind.TIMEOUT else "failed"
+        case ToolCallRefused() if event.step == "approval" and approval == "deny":
+            return "denied"
+        case ToolCallRefused() if event.step == "approval" and approval == "timeout":
+            return "timeout"
+    return "refused"
+
+
+def ended_attributes(
+    event: EndingEvent, approval: ApprovalOutcome | None = None
+) -> dict[str, AttributeValue]:
+    """The attributes the ending event gives a call's span (outcome, refused step, error
+    type); the status is :func:`ended_status`'s."""
+    attributes: dict[str, AttributeValue] = {TOOL_OUTCOME: call_outcome(event, approval)}
+    if isinstance(event, ToolCallRefused):
+        attributes[REFUSED_STEP] = event.step
+    elif isinstance(event, ToolCallFailed):
+        attributes[ERROR_TYPE] = str(event.error_kind)
+    return attributes
+
+
+def ended_status(event: EndingEvent, approval: ApprovalOutcome | None = None) -> Status | None:
+    """ERROR for the outcomes ``failed`` and ``timeout``: a call that ran and failed (the
+    description: the first 500 characters of its scrubbed message), and a request nobody
+    answered in time. Any other refusal is no error (None: the status stays UNSET)."""
+    if isinstance(event, ToolCallFailed):
+        return Status(StatusCode.ERROR, (event.message or str(event.error_kind))[:500])
+    if call_outcome(event, approval) == "timeout":
+        return Status(StatusCode.ERROR, "the approval timed out")
+    return None
+
+
+class _OpenCall:
+    """One call between ``begin`` and its ending event."""
+
+    __slots__ = ("approval", "span", "tool", "waiting")
+
+    def __init__(self, tool: str, span: Span | None) -> None:
+        self.tool = tool
+        self.span = span
+        self.waiting = False
+        self.approval: ApprovalOutcome | None = None
+
+
+class CallTelemetry:
+    """The calls in flight of one pipeline, their spans and the tool metrics. Thread-safe:
+    ``begin`` runs in an actor's thread, ``execute`` on the hub."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[tuple[str, str], _OpenCall] = {}
+
+    def started(self, session_key: str, call_id: str, tool: str) -> None:
+        """A call entered the pipeline: its span starts under the current context."""
+        tracing = tracing_enabled()
+        if not tracing and not metrics_enabled():
+            return
+        span = None
+        if tracing:
+            span = tracer().start_span(
+                span_name(tool),
+                attributes={
+                    GEN_AI_OPERATION: OPERATION_EXECUTE_TOOL,
+                    GEN_AI_TOOL: tool,
+                    GEN_AI_TOOL_CALL: call_id,
+                },
+            )
+        key = (session_key, call_id)
+        with self._lock:
+            # The same call begun again (a session resuming a wait after a restart) ends
+            # the earlier one: its wait is counted again from now on.
+            stale = [self._open.pop(key)] if key in self._open else []
+            self._open[key] = _OpenCall(tool, span)
+            if len(self._open) > _MAX_OPEN:
+                stale.append(self._open.pop(next(iter(self._open))))
+        for call in stale:
+            _abandon(call)
+
+    def span(self, session_key: str, call_id: str) -> Span | None:
+        """The call's span, to make current while it runs (None when not traced)."""
+        if not self._open:
+            return None
+        with self._lock:
+            call = self._open.get((session_key, call_id))
+        return call.span if call is not None else None
+
+    def waiting(self, session_key: str, call_id: str) -> None:
+        """The call waits for a person from now on."""
+        call = self._get(session_key, call_id)
+        if call is None or call.waiting:
+            return
+        call.waiting = True
+        if metrics_enabled():
+            instruments().approvals_waiting.add(1, {METRIC_TOOL: call.tool})
+        if call.span is not None:
+            call.span.add_event(APPROVAL_REQUESTED)
+
+    def decided(
+        self, session_key: str, call_id: str, decision: ApprovalOutcome, wait_ms: float
+    ) -> None:
+        """The person answered (or the request timed out) after ``wait_ms``."""
+        call = self._get(session_key, call_id)
+        if call is None:
+            return
+        call.approval = decision
+        _stop_waiting(call)
+        if call.span is not None:
+            call.span.add_event(APPROVAL_DECIDED, {APPROVAL_DECISION: decision})
+            call.span.set_attribute(APPROVAL_WAIT, round(wait_ms, 3))
+
+    def ended(self, event: Event, position: int | None) -> None:
+        """``event`` was recorded at ``position``: end the call's span if it ends the call."""
+        if not self._open or not isinstance(
+            event, ToolCallRefused | ToolCallCompleted | ToolCallFailed
+        ):
+            return
+        with self._lock:
+            call = self._open.pop((event.session_key, event.call_id), None)
+        if call is None:  # replayed from the log, or begun while telemetry was off
+            return
+        _stop_waiting(call)
+        attributes = ended_attributes(event, call.approval)
+        if metrics_enabled():
+            instruments().tool_calls.add(1, _metric_attributes(call.tool, attributes))
+        span = call.span
+        if span is None:
+            return
+        if position is not None:
+            attributes[POSITION] = position
+        span.set_attributes(attributes)
+        status = ended_status(event, call.approval)
+        if status is not None:
+            span.set_status(status)
+        span.end()
+
+    def discard(self, session_key: str, call_id: str, error: BaseException) -> None:
+        """The caller gave up on the call before recording its end (cancelled, or the
+        store refused an append): its span ends, its wait stops counting, and it is not
+        counted as a tool call, since the log has no ending event for it."""
+        if not self._open:
+            return
+        with self._lock:
+            call = self._open.pop((session_key, call_id), None)
+        if call is None:
+            return
+        _stop_waiting(call)
+        if call.span is None:
+            return
+        if isinstance(error, asyncio.CancelledError):
+            call.span.add_event("cancelled before the call's end was recorded")
+        else:
+            description = f"the call's end was not recorded: {type(error).__name__}"
+            call.span.set_status(Status(StatusCode.ERROR, description))
+        call.span.end()
+
+    def _get(self, session_key: str, call_id: str) -> _OpenCall | None:
+        if not self._open:
+            return None
+        with self._lock:
+            return self._open.get((session_key, call_id))
+
+
+def _metric_attributes(tool: str, ended: Mapping[str, AttributeValue]) -> dict[str, str]:
+    return {
+        METRIC_TOOL: tool,
+        METRIC_OUTCOME: str(ended[TOOL_OUTCOME]),
+        METRIC_REFUSED_STEP: str(ended.get(REFUSED_STEP, "")),
+    }
+
+
+def _stop_waiting(call: _OpenCall) -> None:
+    if call.waiting:
+        call.waiting = False
+        # Counted down on the provider of now: a provider replaced meanwhile never saw the
+        # +1, but the API offers no way to reach the old one.
+        if metrics_enabled():
+            instruments().approvals_waiting.add(-1, {METRIC_TOOL: call.tool})
+
+
+def _abandon(call: _OpenCall) -> None:
+    """A call that will never see its ending event here: stop counting it, end its span."""
+    _stop_waiting(call)
+    if call.span is not None:
+        call.span.add_event("abandoned: begun again or too many calls in flight")
+        call.span.end()
+
+
+def record_exception(span: Span | None, exc: BaseException, scrub: Callable[[str], str]) -> None:
+    """The exception a tool raised, on its call's span (the ending event sets the status).
+
+    Its message and stack trace are scrubbed like everything clawlog records: a tool's
+    error text may quote a key it was given."""
+    if span is None or not span.is_recording():
+        return
+    trace_text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    span.record_exception(
+        exc,
+        attributes={
+            "exception.message": scrub(str(exc))[:2000],
+            "exception.stacktrace": scrub(trace_text)[-8000:],
+        },
+    )
