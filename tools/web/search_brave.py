@@ -25,7 +25,7 @@ import msgspec
 
 from ..errors import WebSearchConfigError
 from ..scrub import Scrubber
-from .search_config import Secret, api_key_from, check_base_url
+from .search_config import Secret, api_key_from, check_base_url, check_timeout
 from .search_http import (
     ProviderAnswer,
     bad_shape,
@@ -70,15 +70,11 @@ class BraveSearch:
         """
         self._key = api_key_from("Brave Search", api_key, api_key_env, _SIGNUP)
         self.base_url = check_base_url("brave", base_url, carries_secret=True)
-        if not isinstance(timeout_s, int | float) or not timeout_s > 0:
-            raise WebSearchConfigError(
-                f"brave: timeout_s must be a positive number of seconds, not {timeout_s!r}"
-            )
         if safesearch not in ("off", "moderate", "strict"):
             raise WebSearchConfigError(
                 f"brave: safesearch must be 'off', 'moderate' or 'strict', not {safesearch!r}"
             )
-        self.timeout_s = float(timeout_s)
+        self.timeout_s = check_timeout("brave", timeout_s)
         self.safesearch: SafeSearch = safesearch
         self._scrubber = Scrubber([self._key.reveal()])
 

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from ..errors import WebSearchConfigError
 
-__all__ = ["Secret", "api_key_from", "check_base_url"]
+__all__ = ["Secret", "api_key_from", "check_base_url", "check_timeout"]
 
 _LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain"})
 
@@ -119,6 +119,15 @@ def check_base_url(provider: str, base_url: object, *, carries_secret: bool) -> 
             "clear; use https (plain http is only allowed to a loopback host)"
         )
     return base_url.rstrip("/")
+
+
+def check_timeout(provider: str, timeout_s: object) -> float:
+    """``timeout_s`` as seconds, or :class:`WebSearchConfigError` naming the provider."""
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not timeout_s > 0:
+        raise WebSearchConfigError(
+            f"{provider}: timeout_s must be a positive number of seconds, not {timeout_s!r}"
+        )
+    return float(timeout_s)
 
 
 def _is_loopback(host: str) -> bool:

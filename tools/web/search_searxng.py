@@ -25,7 +25,7 @@ from typing import Literal
 
 from ..errors import WebSearchConfigError
 from ..scrub import Scrubber
-from .search_config import Secret, check_base_url
+from .search_config import Secret, check_base_url, check_timeout
 from .search_http import (
     bad_shape,
     decode_json,
@@ -65,15 +65,11 @@ class SearxngSearch:
         """
         self._headers = _check_headers(headers or {})
         self.base_url = check_base_url("searxng", base_url, carries_secret=bool(self._headers))
-        if not isinstance(timeout_s, int | float) or not timeout_s > 0:
-            raise WebSearchConfigError(
-                f"searxng: timeout_s must be a positive number of seconds, not {timeout_s!r}"
-            )
         if safesearch not in (None, 0, 1, 2):
             raise WebSearchConfigError(
                 f"searxng: safesearch must be 0, 1, 2 or None, not {safesearch!r}"
             )
-        self.timeout_s = float(timeout_s)
+        self.timeout_s = check_timeout("searxng", timeout_s)
         self.categories = categories
         self.engines = engines
         self.safesearch = safesearch

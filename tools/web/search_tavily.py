@@ -25,7 +25,7 @@ import msgspec
 
 from ..errors import WebSearchConfigError
 from ..scrub import Scrubber
-from .search_config import Secret, api_key_from, check_base_url
+from .search_config import Secret, api_key_from, check_base_url, check_timeout
 from .search_http import bad_shape, decode_json, plain_text, send, status_error, web_url
 from .search_provider import Freshness, SearchResult
 
@@ -58,15 +58,11 @@ class TavilySearch:
         """
         self._key = api_key_from("Tavily", api_key, api_key_env, _SIGNUP)
         self.base_url = check_base_url("tavily", base_url, carries_secret=True)
-        if not isinstance(timeout_s, int | float) or not timeout_s > 0:
-            raise WebSearchConfigError(
-                f"tavily: timeout_s must be a positive number of seconds, not {timeout_s!r}"
-            )
         if search_depth not in ("basic", "advanced"):
             raise WebSearchConfigError(
                 f"tavily: search_depth must be 'basic' or 'advanced', not {search_depth!r}"
             )
-        self.timeout_s = float(timeout_s)
+        self.timeout_s = check_timeout("tavily", timeout_s)
         self.search_depth: SearchDepth = search_depth
         self._scrubber = Scrubber([self._key.reveal()])
 
