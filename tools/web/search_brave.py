@@ -28,12 +28,12 @@ from ..scrub import Scrubber
 from .search_config import Secret, api_key_from, check_base_url, check_timeout
 from .search_http import (
     ProviderAnswer,
-    bad_shape,
     decode_json,
+    json_object,
     plain_text,
+    result_entries,
     send,
     status_error,
-    web_url,
 )
 from .search_provider import Freshness, SearchResult
 
@@ -141,31 +141,20 @@ class BraveSearch:
         )
 
     def _results(self, data: object) -> list[SearchResult]:
-        if not isinstance(data, dict):
-            raise bad_shape(self.name, f"a JSON {type(data).__name__} instead of an object")
-        web = data.get("web")
+        web = json_object(self.name, data).get("web")
         if web is None:  # Brave leaves ``web`` out when no page matched
             return []
         items = web.get("results") if isinstance(web, dict) else None
-        if not isinstance(items, list):
-            raise bad_shape(self.name, "web.results is missing or not a list")
-        results: list[SearchResult] = []
-        for item in items:
-            if not isinstance(item, dict):
-                raise bad_shape(self.name, "an entry of web.results is not an object")
-            url = web_url(item.get("url"))
-            if url is None:
-                continue
-            results.append(
-                SearchResult(
-                    title=plain_text(item.get("title")) or url,
-                    url=url,
-                    snippet=plain_text(item.get("description")),
-                    published=_published(item),
-                    source=self.name,
-                )
+        return [
+            SearchResult(
+                title=plain_text(item.get("title")) or url,
+                url=url,
+                snippet=plain_text(item.get("description")),
+                published=_published(item),
+                source=self.name,
             )
-        return results
+            for url, item in result_entries(self.name, items, "web.results")
+        ]
 
 
 def _published(item: dict[str, object]) -> str | None:

@@ -21,7 +21,7 @@ import email.utils
 import html
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import NamedTuple
 
 import httpx
@@ -42,7 +42,9 @@ __all__ = [
     "ProviderAnswer",
     "bad_shape",
     "decode_json",
+    "json_object",
     "plain_text",
+    "result_entries",
     "send",
     "status_error",
     "web_url",
@@ -252,6 +254,28 @@ def bad_shape(provider: str, problem: str) -> WebSearchBadResponse:
         "may point at another service or API version: another query will not fix this. "
         "Continue without web search."
     )
+
+
+def json_object(provider: str, data: object) -> dict[str, object]:
+    """``data`` if it is a JSON object, else the provider's bad-shape error."""
+    if not isinstance(data, dict):
+        raise bad_shape(provider, f"a JSON {type(data).__name__} instead of an object")
+    return data
+
+
+def result_entries(
+    provider: str, items: object, where: str
+) -> Iterator[tuple[str, dict[str, object]]]:
+    """``(url, entry)`` for each entry of a provider's result list ``items`` (named
+    ``where`` in errors): a list of objects; an entry without an http(s) URL is dropped."""
+    if not isinstance(items, list):
+        raise bad_shape(provider, f"{where} is missing or not a list")
+    for item in items:
+        if not isinstance(item, dict):
+            raise bad_shape(provider, f"an entry of {where} is not an object")
+        url = web_url(item.get("url"))
+        if url is not None:
+            yield url, item
 
 
 def plain_text(fragment: object) -> str:

@@ -27,12 +27,12 @@ from ..errors import WebSearchConfigError
 from ..scrub import Scrubber
 from .search_config import Secret, check_base_url, check_timeout
 from .search_http import (
-    bad_shape,
     decode_json,
+    json_object,
     plain_text,
+    result_entries,
     send,
     status_error,
-    web_url,
 )
 from .search_provider import Freshness, SearchResult
 
@@ -135,18 +135,9 @@ class SearxngSearch:
         return self._results(decode_json(self.name, answer, self._scrubber))[:count]
 
     def _results(self, data: object) -> list[SearchResult]:
-        if not isinstance(data, dict):
-            raise bad_shape(self.name, f"a JSON {type(data).__name__} instead of an object")
-        items = data.get("results")
-        if not isinstance(items, list):
-            raise bad_shape(self.name, "results is missing or not a list")
+        items = json_object(self.name, data).get("results")
         results: list[SearchResult] = []
-        for item in items:
-            if not isinstance(item, dict):
-                raise bad_shape(self.name, "an entry of results is not an object")
-            url = web_url(item.get("url"))
-            if url is None:
-                continue
+        for url, item in result_entries(self.name, items, "results"):
             engine = item.get("engine")
             results.append(
                 SearchResult(
