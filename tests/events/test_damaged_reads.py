@@ -26,6 +26,7 @@ from clawlog.events import (
 )
 from clawlog.events.backends.sqlite import _read_failure
 from clawlog.events.testing import Counted, Noted
+from tests.cli.damage import leaf_pages
 
 EVENTS = 600
 STREAMS = 3
@@ -39,28 +40,6 @@ async def write_log(path: Path) -> None:
         for p in range(1, EVENTS + 1):
             event = Counted(amount=p) if p % 5 == 0 else Noted(text="x" * 60, n=p)
             await store.append(f"d/{p % STREAMS}", [event], ANY)
-
-
-def leaves(path: Path) -> list[tuple[int, int, int]]:
-    """The events table's leaf pages in key order: (page number, first, last position).
-
-    Positions are gapless from 1 and a table's leaves hold its rows in key order, so the
-    running count of cells gives each leaf's positions.
-    """
-    conn = sqlite3.connect(path)
-    try:
-        pages = conn.execute(
-            "SELECT pageno, ncell FROM dbstat WHERE name = 'events' AND pagetype = 'leaf' "
-            "ORDER BY path"
-        ).fetchall()
-    finally:
-        conn.close()
-    found, first = [], 1
-    for pageno, cells in pages:
-        found.append((pageno, first, first + cells - 1))
-        first += cells
-    assert first - 1 == EVENTS
-    return found
 
 
 def damage(path: Path, pageno: int) -> None:
@@ -91,7 +70,7 @@ async def log(tmp_path: Path) -> Path:
 
 
 async def test_a_damaged_page_is_store_damaged_at_its_first_position(log: Path) -> None:
-    pageno, first, last = leaves(log)[10]
+    pageno, first, last = leaf_pages(log)[10]
     damage(log, pageno)
     async with await open_read_only(log) as store:
         with pytest.raises(StoreDamaged) as info:
@@ -112,7 +91,7 @@ async def test_a_damaged_page_is_store_damaged_at_its_first_position(log: Path) 
 
 
 async def test_a_filtered_read_names_where_it_failed_after_its_last_row(log: Path) -> None:
-    pageno, first, _ = leaves(log)[10]
+    pageno, first, _ = leaf_pages(log)[10]
     damage(log, pageno)
     async with await open_read_only(log) as store:
         with pytest.raises(StoreDamaged) as info:
@@ -122,7 +101,7 @@ async def test_a_filtered_read_names_where_it_failed_after_its_last_row(log: Pat
 
 
 async def test_log_pages_hand_over_every_row_before_the_damage_then_raise(log: Path) -> None:
-    pageno, first, _ = leaves(log)[10]
+    pageno, first, _ = leaf_pages(log)[10]
     damage(log, pageno)
     async with await open_read_only(log) as store:
         seen: list[int] = []
@@ -145,7 +124,7 @@ async def test_log_pages_hand_over_every_row_before_the_damage_then_raise(log: P
 async def test_log_pages_step_over_damaged_pages_and_read_every_other_row(
     log: Path, read_only: bool
 ) -> None:
-    pages = leaves(log)
+    pages = leaf_pages(log)
     damaged = [pages[3], pages[4], pages[12]]  # two neighbours, then one alone
     for pageno, _, _ in damaged:
         damage(log, pageno)
@@ -166,7 +145,7 @@ async def test_log_pages_step_over_damaged_pages_and_read_every_other_row(
 
 
 async def test_corrupt_payloads_and_damaged_pages_are_both_stepped_over(log: Path) -> None:
-    pageno, first, last = leaves(log)[8]
+    pageno, first, last = leaf_pages(log)[8]
     conn = sqlite3.connect(log)
     conn.execute(
         "UPDATE events SET payload = x'c1' WHERE position IN (?, ?)", (first - 1, last + 2)
@@ -185,7 +164,7 @@ async def test_corrupt_payloads_and_damaged_pages_are_both_stepped_over(log: Pat
 
 
 async def test_a_damaged_last_page_leaves_the_head_readable_from_the_index(log: Path) -> None:
-    pageno, first, last = leaves(log)[-1]
+    pageno, first, last = leaf_pages(log)[-1]
     assert last == EVENTS
     damage(log, pageno)
     async with await open_read_only(log) as store:
@@ -196,7 +175,7 @@ async def test_a_damaged_last_page_leaves_the_head_readable_from_the_index(log: 
 
 
 async def test_a_head_that_cannot_be_read_at_all_is_raised(log: Path) -> None:
-    _, first, _ = leaves(log)[5]
+    _, first, _ = leaf_pages(log)[5]
     async with await open_read_only(log) as store:
         conn = sqlite3.connect(log)
         conn.execute("DROP TABLE events")  # from another connection: the store is open
@@ -214,7 +193,7 @@ async def test_a_head_that_cannot_be_read_at_all_is_raised(log: Path) -> None:
 
 
 async def test_a_subscription_raises_store_damaged_instead_of_waiting(log: Path) -> None:
-    pageno, first, _ = leaves(log)[2]
+    pageno, first, _ = leaf_pages(log)[2]
     damage(log, pageno)
     async with await open_read_only(log) as store, store.subscribe(first) as subscription:
         with pytest.raises(StoreDamaged) as info:

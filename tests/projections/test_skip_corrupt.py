@@ -24,6 +24,7 @@ from clawlog.projections import (
     rebuild,
 )
 from clawlog.projections.testing import write_mixed_log
+from tests.cli.damage import leaf_pages
 from tests.projections.support import TurnTexts, rows, write_corrupt_turn, write_turns
 
 #: Not MessagePack (0xc1 is the one byte the format never uses): no class decodes it.
@@ -189,23 +190,6 @@ async def test_a_rebuild_names_the_corrupt_row_it_failed_on(tmp_path: Path) -> N
     assert rows(views, "SELECT text FROM turn_texts ORDER BY position") == [("one",), ("two",)]
 
 
-def events_leaf_pages(log: Path) -> list[tuple[int, int, int]]:
-    """The events table's leaf pages in key order: (page number, first, last position)."""
-    conn = sqlite3.connect(log)
-    try:
-        pages = conn.execute(
-            "SELECT pageno, ncell FROM dbstat WHERE name = 'events' AND pagetype = 'leaf' "
-            "ORDER BY path"
-        ).fetchall()
-    finally:
-        conn.close()
-    found, first = [], 1
-    for pageno, cells in pages:
-        found.append((pageno, first, first + cells - 1))
-        first += cells
-    return found
-
-
 def damage_page(log: Path, pageno: int) -> None:
     conn = sqlite3.connect(log)
     page_size = conn.execute("PRAGMA page_size").fetchone()[0]
@@ -223,7 +207,7 @@ async def damaged_log(tmp_path: Path) -> tuple[Path, int, tuple[int, int]]:
     async with await open_store(log) as store:
         head = await write_mixed_log(store, 3000)
     shutil.copyfile(log, tmp_path / "intact.db")
-    pages = events_leaf_pages(log)
+    pages = leaf_pages(log)
     pageno, first, last = pages[len(pages) // 2]
     damage_page(log, pageno)
     return log, head, (first, last)
