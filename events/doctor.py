@@ -1,4 +1,5 @@
-"""Examine an event log: SQLite's integrity check, the schema, and a decode of every row.
+"""Examine an event log: SQLite's integrity check, the schema, a decode of every row, and
+the hash chain.
 
 ``clawlog doctor`` runs :func:`examine`; an embedding application can run it too, for
 instance at start-up or from a health endpoint::
@@ -12,6 +13,10 @@ Why here and not in ``backends/``: the decode is backend-neutral (it walks the l
 :class:`~.pages.LogPages`, as every reader does, with the store's registry); only the
 integrity check and the schema comparison are SQLite's, and those reuse the identification
 of :mod:`.backends.sqlite_schema`, so the doctor and the store's open judge a file alike.
+
+The hash chain is checked as ``clawlog verify`` checks it (:func:`.verify.verify_chain`,
+without a checkpoint): a break is a problem like a corrupt row (the log was changed outside
+clawlog), named by its position and kind; ``chain`` says in one line what was found.
 
 Memory stays bounded on any size of log: rows are counted page by page and never kept;
 only the problems found are (a corrupt row, a damaged range, up to
@@ -34,11 +39,12 @@ from .backends.sqlite_schema import (
     read_only_uri,
     schema_problems,
 )
-from .errors import CorruptEvent, EventStoreError, StoreDamaged, StoreUnavailable
+from .errors import CorruptEvent, EventStoreError, NoHashChain, StoreDamaged, StoreUnavailable
 from .open import open_store
 from .pages import LogPages
 from .registry import EventRegistry
 from .store import EventStore, decode_row
+from .verify import verify_chain
 
 __all__ = ["INTEGRITY_MESSAGES", "CorruptRow", "DoctorReport", "examine"]
 
@@ -78,10 +84,22 @@ class DoctorReport:
     damaged: list[tuple[int, int]] = field(default_factory=list)
     #: Why the decode stopped before the end of the log (None: it read to the end).
     unread: str | None = None
+    #: The hash chain in one line ("intact: ...", "none yet: ...", "not checked: ...");
+    #: None when the log could not be opened to check it.
+    chain: str | None = None
+    #: The chain's first break (``position P: kind: detail``), None if there is none.
+    chain_broken: str | None = None
 
     @property
     def healthy(self) -> bool:
-        return not (self.integrity or self.schema or self.corrupt or self.damaged or self.unread)
+        return not (
+            self.integrity
+            or self.schema
+            or self.corrupt
+            or self.damaged
+            or self.unread
+            or self.chain_broken
+        )
 
     def problems(self) -> Iterator[str]:
         """One line per problem, for people."""
@@ -99,6 +117,8 @@ class DoctorReport:
             yield f"unreadable {where}: SQLite cannot read the page(s) holding them"
         if self.unread is not None:
             yield f"decode stopped: {self.unread}"
+        if self.chain_broken is not None:
+            yield f"hash chain broken at {self.chain_broken}"
 
     def summary(self) -> str:
         """One line: healthy or not, what was found, and what was checked."""
@@ -108,8 +128,9 @@ class DoctorReport:
             checked = "no integrity check (PostgreSQL has none; the full decode ran)"
         else:
             checked = "no integrity check (SQLite cannot read the file)"
+        chain = f", hash chain {self.chain}" if self.chain else ""
         if self.healthy:
-            return f"{self.log}: healthy: {self.rows} events decoded, schema ok, {checked}"
+            return f"{self.log}: healthy: {self.rows} events decoded, schema ok{chain}, {checked}"
         found = [
             f"{count} {what}"
             for count, what in (
@@ -122,6 +143,8 @@ class DoctorReport:
         ]
         if self.unread is not None:
             found.append("the decode stopped early")
+        if self.chain_broken is not None:
+            found.append("a broken hash chain")
         decoded = (
             "no event decoded (no store opens a log with this damage)"
             if self.schema
@@ -142,6 +165,8 @@ class DoctorReport:
             ],
             "damaged": [[first, last] for first, last in self.damaged],
             "unread": self.unread,
+            "chain": self.chain,
+            "chain_broken": self.chain_broken,
             "healthy": self.healthy,
         }
 
@@ -186,6 +211,7 @@ async def examine(
         return report
     try:
         await _decode_every_row(store, report, page_size)
+        await _check_chain(store, report)
     finally:
         if owned:
             await store.close()
@@ -261,6 +287,26 @@ async def _decode_every_row(store: EventStore, report: DoctorReport, page_size: 
             report.rows += 1
         else:
             report.corrupt.append(row)
+
+
+async def _check_chain(store: EventStore, report: DoctorReport) -> None:
+    """The hash chain's status line, and its first break (a problem)."""
+    try:
+        chain = await verify_chain(store)
+    except NoHashChain:
+        report.chain = "none yet (a log from before it: `clawlog verify --upgrade` adds one)"
+        return
+    except StoreDamaged as exc:
+        where = f"position {exc.position}" if exc.position is not None else "its head"
+        report.chain = f"not checked: unreadable at {where}"
+        if not (report.damaged or report.unread):  # not the pages listed above: the chain's
+            report.chain_broken = f"{where}: {exc.reason}"
+        return
+    if chain.broken is None:
+        report.chain = f"intact up to head {chain.head_position}"
+    else:
+        report.chain = f"broken at position {chain.broken.position}"
+        report.chain_broken = chain.broken.line()
 
 
 async def _corrupt_row(store: EventStore, position: int) -> CorruptRow | None:

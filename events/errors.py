@@ -14,8 +14,11 @@ EventStoreError
  │    └── UnknownEventClass  an event class was never registered
  ├── VersionConflict        expected_version did not match the stream's version
  ├── IdempotencyKeyReused   the key was first used for another stream
- └── CorruptEvent           a stored row cannot be decoded (names its position; carries
-                            the good events of the same read before it)
+ ├── CorruptEvent           a stored row cannot be decoded (names its position; carries
+ │                          the good events of the same read before it)
+ ├── NoHashChain            the log has no hash chain to verify (an old log not yet opened
+ │                          for writing, or a backend without one)
+ └── InvalidCheckpoint      a checkpoint or key file cannot be read, or is not Ed25519
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ __all__ = [
     "EventStoreError",
     "IdempotencyKeyReused",
     "InvalidAppend",
+    "InvalidCheckpoint",
     "InvalidEvent",
     "MissingDependency",
+    "NoHashChain",
     "NotAClawlogDatabase",
     "PayloadTooLarge",
     "StoreClosed",
@@ -80,17 +85,23 @@ class StoreDamaged(EventStoreError):
     its position is only a lower bound). None when the failure has no position (the
     schema check, a read by stream). ``log`` names the file (or the
     PostgreSQL schema); ``reason`` is the database's own words and what was being read.
-    :class:`~clawlog.events.LogPages` steps over damaged rows.
+    :class:`~clawlog.events.LogPages` steps over damaged rows. ``advice`` (what to do)
+    ends the message: ``clawlog doctor`` unless the damage is the hash chain's.
     """
 
-    def __init__(self, log: str, position: int | None, reason: str, *, exact: bool = True) -> None:
+    def __init__(
+        self,
+        log: str,
+        position: int | None,
+        reason: str,
+        *,
+        exact: bool = True,
+        advice: str = "run `clawlog doctor` on it to list every damaged position",
+    ) -> None:
         where = ""
         if position is not None:
             where = f" at position {position}" if exact else f" at or after position {position}"
-        super().__init__(
-            f"the event log {log} is damaged{where}: {reason}; "
-            "run `clawlog doctor` on it to list every damaged position"
-        )
+        super().__init__(f"the event log {log} is damaged{where}: {reason}; {advice}")
         self.log = log
         self.position = position
         self.reason = reason
@@ -163,6 +174,16 @@ class CorruptEvent(EventStoreError):
         self.type = type_
         self.reason = reason
         self.events: list[RecordedEvent] = [] if events is None else events
+
+
+class NoHashChain(EventStoreError):
+    """The log has no hash chain to verify: a schema 1 log that no writer has opened since
+    (the first one upgrades it in place), or a backend that keeps none."""
+
+
+class InvalidCheckpoint(EventStoreError):
+    """A checkpoint or key file cannot be read: not JSON of the right shape, not a PEM
+    Ed25519 key. (A signature that does not verify is a finding, not this error.)"""
 
 
 def _describe_expected(expected: int) -> str:

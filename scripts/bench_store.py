@@ -10,7 +10,9 @@
    over 1000 streams at FULL: events/s, p50 and p99 latency of one append;
 3. the peer: the ``eventsourcing`` library's SQLite recorder (WAL, SQLite's default FULL),
    one event per ``insert_events`` and 1000 per call;
-4. ``read_all`` + decode against a raw stdlib read + msgspec decode of the same rows.
+4. ``read_all`` + decode against a raw stdlib read + msgspec decode of the same rows;
+5. the cost of the hash chain (issue 20): the 100-producer append again with a writer
+   that neither hashes nor records the chain's head (``append100_hashed_vs_unhashed``).
 
 Every contender writes the same rows (the same payload bytes, streams and versions) into
 its own fresh file in the same directory. The full run repeats each measurement three
@@ -41,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clawlog.events import ANY, Event, EventRegistry, open_store
 from clawlog.events.backends.sqlite import SqliteBackend
+from clawlog.events.backends.sqlite_writer import BatchWriter
 
 STREAMS = 1000
 READ_PAGE = 5000
@@ -98,8 +101,17 @@ def raw_sqlite(path: Path, n: int, batch: int | None) -> Rate:
 
 
 # -- 2. clawlog -----------------------------------------------------------------------
-async def clawlog_append(path: Path, n: int, producers: int) -> Rate:
-    store = await open_store(path, registry=EventRegistry([Measured]))
+class UnchainedSqliteBackend(SqliteBackend):
+    """The SQLite backend with a writer that keeps no hash chain: only to time the
+    chain's cost (clawlog itself always keeps it)."""
+
+    def _batch_writer(self) -> BatchWriter:
+        return BatchWriter(self._max_batch, chained=False)
+
+
+async def clawlog_append(path: Path, n: int, producers: int, *, chained: bool = True) -> Rate:
+    backend = SqliteBackend(path) if chained else UnchainedSqliteBackend(path)
+    store = await open_store(backend, registry=EventRegistry([Measured]))
     per_producer = n // producers
     latencies: list[float] = []
 
@@ -200,6 +212,9 @@ def measurements(n: int, single: int) -> dict[str, Callable[[Path], Rate]]:
         "claw1": lambda d: asyncio.run(clawlog_append(d / "claw.db", single, 1)),
         "claw10": lambda d: asyncio.run(clawlog_append(d / "claw.db", n // 2, 10)),
         "claw100": lambda d: asyncio.run(clawlog_append(d / "claw.db", n, 100)),
+        "claw100_unhashed": lambda d: asyncio.run(
+            clawlog_append(d / "claw.db", n, 100, chained=False)
+        ),
         "es_single": lambda d: eventsourcing_sqlite(d / "es.db", single, 1),
         "es_batch": lambda d: eventsourcing_sqlite(d / "es.db", n, 1000),
     }
@@ -245,6 +260,7 @@ def report(r: dict[str, Rate], pg: dict[str, float], n: int, single: int, rounds
     row("raw sqlite3, one row per commit", r["raw_single"])
     for producers in (1, 10, 100):
         row(f"clawlog append, {producers} producer{'s' * (producers > 1)}", r[f"claw{producers}"])
+    row("clawlog append, 100 producers, no hash chain", r["claw100_unhashed"])
     row("eventsourcing SQLite, 1 event per save", r["es_single"])
     row("eventsourcing SQLite, 1000 per save", r["es_batch"])
     row("clawlog read_all + decode", r["read_claw"])
@@ -260,6 +276,7 @@ def report(r: dict[str, Rate], pg: dict[str, float], n: int, single: int, rounds
         "append1_vs_raw_single": r["claw1"].per_s / r["raw_single"].per_s,
         "append1_p50_us": r["claw1"].p50_us,
         "readall_vs_raw": r["read_claw"].per_s / r["read_raw"].per_s,
+        "append100_hashed_vs_unhashed": r["claw100"].per_s / r["claw100_unhashed"].per_s,
     }
     if "pg_append100_vs_eventsourcing" in pg:
         ratios["pg_append100_vs_eventsourcing"] = pg["pg_append100_vs_eventsourcing"]

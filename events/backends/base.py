@@ -7,11 +7,13 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
+from ..chain import ChainedRow, ChainState
 from ..envelope import EventMetadata, NewRecord, StoredRecord
 
 __all__ = [
     "ANY",
     "NO_STREAM",
+    "ChainBackend",
     "LeaseBackend",
     "SnapshotRecord",
     "StorageBackend",
@@ -108,4 +110,20 @@ class LeaseBackend(Protocol):
 
     async def release_leases(self, streams: Sequence[str] | None, owner: str) -> None:
         """Release the given leases of ``owner`` (all of them when ``streams`` is None)."""
+        ...
+
+
+@runtime_checkable
+class ChainBackend(Protocol):
+    """Optional: a backend whose writer keeps the hash chain (:mod:`clawlog.events.chain`),
+    read by :func:`clawlog.events.verify.verify_chain` (SQLite, PostgreSQL)."""
+
+    async def chain_state(self) -> ChainState | None:
+        """The writer's recorded head and the last position, in one snapshot; None while
+        the log has no chain (an old log not yet upgraded by a writer)."""
+        ...
+
+    async def read_chain(self, from_position: int, limit: int) -> list[ChainedRow]:
+        """Up to ``limit`` stored rows from ``from_position`` on, in position order, each
+        with its hash last."""
         ...

@@ -67,7 +67,8 @@ class MemoryBackend:
         self._log.extend(recorded)
         events.extend(recorded)
         if metrics_enabled():  # every append is its own batch here
-            instruments().append_batch_size.record(len(recorded), _METRIC_ATTRIBUTES)
+            meters = instruments()
+            meters.record(meters.append_batch_size, len(recorded), _METRIC_ATTRIBUTES)
         if key is not None:
             self._idempotency[key] = (stream, recorded[0].position, recorded[-1].position)
         assert self._appended is not None

@@ -7,6 +7,15 @@ appends of this process are batched into one such transaction (group commit, one
 trip: :mod:`.postgres_writer`), each with its own result or :class:`VersionConflict`.
 ``wait_for_append`` listens on a channel notified by every append, with polling as the
 fallback after a lost connection.
+
+The append functions also extend the log's hash chain under that lock
+(:mod:`.postgres_sql`), and refuse to extend one damaged outside clawlog (rows past its
+recorded head, a lost ``chain_head`` row: :mod:`.chain_damage`) with
+:class:`StoreDamaged`; such a log still opens, for readers and ``clawlog verify``.
+Opening a log from before the chain (schema 1) upgrades it in place: its rows are hashed
+:data:`UPGRADE_BATCH` per transaction (each holds the append lock that long; tens of
+seconds per million events), while other processes keep appending (an append meanwhile
+first hashes what is left).
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from typing import Any
 
 import asyncpg
 
+from ..chain import ChainedRow, ChainState
 from ..envelope import EventMetadata, NewRecord, StoredRecord
 from ..errors import (
     EventStoreError,
@@ -30,7 +40,8 @@ from ..errors import (
 )
 from ..logging import get_logger
 from .base import SnapshotRecord
-from .postgres_sql import SCHEMA_VERSION, ddl
+from .chain_damage import LOST_HEAD_ADVICE, READ_LOST_HEAD_REASON
+from .postgres_sql import SCHEMA_VERSION, UPGRADE_BATCH, chain_upgrade_sql, ddl
 from .postgres_writer import UNAVAILABLE as _UNAVAILABLE
 from .postgres_writer import PostgresWriter
 
@@ -117,6 +128,22 @@ class PostgresBackend:
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", self.schema)
             await conn.execute(ddl(self.schema))
+        await self._upgrade_chain(conn)
+        head = await conn.fetchval(f"SELECT count(*) FROM {self.schema}.chain_head")
+        if not head:  # opened all the same: readers and `clawlog verify` need the log
+            _log.warning(
+                "the log's recorded chain head is lost: appends are refused",
+                schema=self.schema,
+                advice=LOST_HEAD_ADVICE,
+            )
+
+    async def _upgrade_chain(self, conn: asyncpg.Connection) -> None:
+        """Hash the rows of a log from before the chain, :data:`UPGRADE_BATCH` per
+        transaction (each holds the append lock that long); nothing to do on a current
+        log. Appends of other processes meanwhile hash what is left first."""
+        sql = chain_upgrade_sql(self.schema)
+        while not await conn.fetchval(sql, UPGRADE_BATCH):
+            _log.info("hashing the log's rows into a chain", schema=self.schema)
 
     async def _listen(self) -> None:
         self._listener = await asyncpg.connect(self.url)
@@ -257,6 +284,37 @@ class PostgresBackend:
             stream,
         )
         return SnapshotRecord(*rows[0]) if rows else None
+
+    # -- the hash chain (read by clawlog.events.verify) ------------------------------------
+    async def chain_state(self) -> ChainState | None:
+        """The writer's recorded head and the last position, in one statement (one
+        snapshot); None while the rows of an old log are still being hashed."""
+        s = self.schema
+        rows = await self._fetch(
+            f"SELECT (SELECT coalesce(max(position), 0) FROM {s}.events), h.position, h.hash, "
+            f"h.complete, coalesce((SELECT m.value::int FROM {s}.clawlog_meta m "
+            "WHERE m.key = 'schema_version'), 1) "
+            f"FROM (SELECT 1) one LEFT JOIN {s}.chain_head h ON h.id = 1"
+        )
+        last, recorded, recorded_hash, complete, version = rows[0]
+        if recorded is None and version >= SCHEMA_VERSION:
+            # Never re-created on a chained log (postgres_sql.ddl): it would hide a cut tail.
+            log = f"in PostgreSQL schema {s}"
+            raise StoreDamaged(log, None, READ_LOST_HEAD_REASON, advice=LOST_HEAD_ADVICE)
+        if recorded is None or not complete:
+            return None
+        return ChainState(int(recorded), bytes(recorded_hash), int(last))
+
+    async def read_chain(self, from_position: int, limit: int) -> list[ChainedRow]:
+        """Up to ``limit`` rows from ``from_position`` on, with their hashes, as stored."""
+        rows = await self._fetch(
+            f"SELECT {_COLUMNS}, hash FROM {self.schema}.events WHERE position >= $1 "
+            "ORDER BY position LIMIT $2",
+            from_position,
+            limit,
+            position=from_position,
+        )
+        return [tuple(row) for row in rows]
 
     # -- leases (one owner process per stream) --------------------------------------------
     async def acquire_leases(

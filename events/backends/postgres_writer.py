@@ -27,13 +27,26 @@ from typing import Any
 import asyncpg
 
 from ..envelope import EventMetadata, NewRecord, StoredRecord
-from ..errors import EventStoreError, IdempotencyKeyReused, StoreUnavailable, VersionConflict
+from ..errors import (
+    EventStoreError,
+    IdempotencyKeyReused,
+    StoreDamaged,
+    StoreUnavailable,
+    VersionConflict,
+)
 from ..logging import get_logger
 from ..telemetry import METRIC_BACKEND, instruments, metrics_enabled
 from .base import ANY, NO_STREAM
-from .postgres_sql import APPEND_KINDS, append_known_sql, append_sql
+from .chain_damage import CHAIN_ADVICE, LOST_HEAD_REASON, past_head_reason
+from .postgres_sql import (
+    APPEND_KINDS,
+    LOST_HEAD_SQLSTATE,
+    PAST_HEAD_SQLSTATE,
+    append_known_sql,
+    append_sql,
+)
 
-__all__ = ["UNAVAILABLE", "PostgresWriter"]
+__all__ = ["UNAVAILABLE", "PostgresWriter", "chain_refusal"]
 
 UNAVAILABLE = (
     asyncpg.PostgresConnectionError,
@@ -83,6 +96,7 @@ class PostgresWriter:
         self._url, self._channel, self._max_batch = url, channel, max_batch
         self._timeout = timeout
         self._sql, self._known_sql = append_sql(schema), append_known_sql(schema)
+        self._log_name = f"in PostgreSQL schema {schema}"
         #: Stream versions this process knows are committed (the fast path's guesses).
         self._versions: dict[str, int] = {}
         self._read_span = read_span
@@ -158,7 +172,7 @@ class PostgresWriter:
                 "retry with the same idempotency key"
             )
         if isinstance(exc, asyncpg.PostgresError):
-            return EventStoreError(f"append failed: {exc}")
+            return chain_refusal(exc, self._log_name) or EventStoreError(f"append failed: {exc}")
         _log.warning("append batch failed", error=repr(exc), requests=requests)
         return EventStoreError(f"append failed: {exc!r}")
 
@@ -309,7 +323,20 @@ class PostgresWriter:
 def _measure_batch(events: int) -> None:
     """Records the events one statement committed: what group commit achieved."""
     if events and metrics_enabled():
-        instruments().append_batch_size.record(events, _METRIC_ATTRIBUTES)
+        meters = instruments()
+        meters.record(meters.append_batch_size, events, _METRIC_ATTRIBUTES)
+
+
+def chain_refusal(exc: asyncpg.PostgresError, log: str) -> StoreDamaged | None:
+    """:class:`StoreDamaged` for an append the server refused because of the hash chain
+    (:mod:`.chain_damage`), else None."""
+    state = getattr(exc, "sqlstate", None)
+    if state == LOST_HEAD_SQLSTATE:
+        return StoreDamaged(log, None, LOST_HEAD_REASON, advice=CHAIN_ADVICE)
+    if state != PAST_HEAD_SQLSTATE:
+        return None
+    recorded, first, last = (int(n) for n in str(getattr(exc, "detail", "")).split())
+    return StoreDamaged(log, first, past_head_reason(recorded, first, last), advice=CHAIN_ADVICE)
 
 
 def _refused_by_server(exc: Exception) -> bool:

@@ -8,6 +8,11 @@ use their own aiosqlite connection. ``synchronous=FULL`` by default, so an ackno
 append is on disk. A read never lets an ``sqlite3`` error out: a damaged file is
 :class:`StoreDamaged` naming the first position the read could not get past, anything
 else :class:`StoreUnavailable` (:func:`_read_failure`).
+
+The writer hashes every event into the log's hash chain inside its group commit
+(:mod:`.sqlite_writer`; a log from before the chain is upgraded when first opened for
+writing: :mod:`.sqlite_chain`); ``chain_state`` and ``read_chain`` are what
+:func:`clawlog.events.verify.verify_chain` reads. Plain reads never fetch the hash.
 """
 
 from __future__ import annotations
@@ -22,17 +27,21 @@ from typing import Any, Literal
 
 import aiosqlite
 
+from ..chain import ChainedRow, ChainState
 from ..envelope import EventMetadata, NewRecord, StoredRecord
 from ..errors import EventStoreError, StoreClosed, StoreDamaged, StoreUnavailable
 from ..logging import get_logger
 from .aiosqlite_calls import call_on_thread
 from .base import SnapshotRecord
+from .chain_damage import LOST_HEAD_ADVICE, READ_LOST_HEAD_REASON
+from .sqlite_chain import lenient_text
 from .sqlite_schema import (
     DAMAGED_CODES,
     WriterLock,
     check_schema,
     may_open_immutable,
     read_only_uri,
+    schema_version,
     unreadable_because,
 )
 from .sqlite_thread import WriterThread
@@ -44,6 +53,12 @@ _log = get_logger(__name__)
 _COLUMNS = (
     "position, stream, version, type, schema_version, payload, recorded_at, "
     "correlation_id, causation_id, actor, idempotency_key"
+)
+_CHAIN_ROWS = f"SELECT {_COLUMNS}, hash FROM events WHERE position >= ? ORDER BY position LIMIT ?"
+#: One statement, so one snapshot: the recorded head and the table's last position agree.
+_CHAIN_STATE = (
+    "SELECT (SELECT coalesce(max(position), 0) FROM events), position, hash "
+    "FROM chain_head WHERE id = 1"
 )
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 #: What SQLite says (as a plain SQL error) when a table or column of the log is gone.
@@ -113,8 +128,12 @@ class SqliteBackend:
         finally:
             self._lock.release(discard=True)
 
+    def _batch_writer(self) -> BatchWriter:
+        """The writer's group commit (scripts/bench_store.py times an unchained one here)."""
+        return BatchWriter(self._max_batch)
+
     async def _open_writer(self) -> None:
-        self._batch = BatchWriter(self._max_batch)
+        self._batch = self._batch_writer()
         self._new_future = asyncio.get_running_loop().create_future
         self._thread = WriterThread(str(self.path), self.synchronous, self._batch, self._resolve)
         self._submit = self._thread.submit
@@ -312,6 +331,23 @@ class SqliteBackend:
         )
         return None if row is None else SnapshotRecord(*row)
 
+    # -- the hash chain (read by clawlog.events.verify) ------------------------------------
+    async def chain_state(self) -> ChainState | None:
+        """The writer's recorded head and the table's last position, in one snapshot;
+        None for a schema 1 log, which has no chain until a writer opens it."""
+        return await call_on_thread(self._check_readable(), _read_chain_state, str(self.path))
+
+    async def read_chain(self, from_position: int, limit: int) -> list[ChainedRow]:
+        """Up to ``limit`` rows from ``from_position`` on, in position order, with their
+        hashes, as stored."""
+        return await call_on_thread(
+            self._check_readable(),
+            _fetch_chain,
+            (from_position, limit),
+            str(self.path),
+            from_position,
+        )
+
     # -- state checks -------------------------------------------------------------------
     def _check_writable(self) -> None:
         if self._state != "open":
@@ -427,6 +463,35 @@ def _fetch_one(
         return conn.execute(sql, params).fetchone()
     except sqlite3.Error as exc:
         raise _read_failure(exc, path, None, f"reading {what}") from exc
+
+
+def _read_chain_state(conn: sqlite3.Connection, path: str) -> ChainState | None:
+    try:
+        if schema_version(conn) < 2:
+            return None
+        row = conn.execute(_CHAIN_STATE).fetchone()
+    except sqlite3.Error as exc:
+        raise _read_failure(exc, path, None, "reading the head of the hash chain") from exc
+    if row is None:
+        raise StoreDamaged(path, None, READ_LOST_HEAD_REASON, advice=LOST_HEAD_ADVICE)
+    last, recorded, recorded_hash = row
+    recorded_hash = recorded_hash if isinstance(recorded_hash, bytes) else b""
+    return ChainState(int(recorded), recorded_hash, int(last))
+
+
+def _fetch_chain(
+    conn: sqlite3.Connection, params: tuple[int, int], path: str, position: int
+) -> list[ChainedRow]:
+    # A text column holding bytes that are not UTF-8 (an edit by hand) is read, not
+    # refused: it cannot match its hash (chain.row_link), and verify says where it is.
+    conn.text_factory = lenient_text
+    try:
+        return conn.execute(_CHAIN_ROWS, params).fetchall()
+    except sqlite3.Error as exc:
+        doing = f"reading the hash chain from position {position}"
+        raise _read_failure(exc, path, position, doing, exact=False) from exc
+    finally:
+        conn.text_factory = str
 
 
 def _read_head(conn: sqlite3.Connection, path: str) -> int:

@@ -28,6 +28,7 @@ from urllib.parse import quote
 
 import filelock
 
+from ..chain import GENESIS
 from ..errors import (
     EventStoreError,
     NotAClawlogDatabase,
@@ -38,6 +39,7 @@ from ..errors import (
 
 __all__ = [
     "APPLICATION_ID",
+    "CHAIN_HEAD_DDL",
     "SCHEMA_VERSION",
     "WriterLock",
     "check_or_create_schema",
@@ -46,12 +48,15 @@ __all__ = [
     "may_open_immutable",
     "read_only_uri",
     "schema_problems",
+    "schema_version",
     "unreadable_because",
 ]
 
 #: ``PRAGMA application_id`` of every clawlog file: "claw" in ASCII.
 APPLICATION_ID = 0x636C6177
-SCHEMA_VERSION = 1
+#: 2: the hash chain (``events.hash``, ``chain_head``); 1: before it (read, and upgraded
+#: in place by the first writer).
+SCHEMA_VERSION = 2
 #: The first 16 bytes of every SQLite file.
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _HEADER_SIZE = 100
@@ -62,7 +67,9 @@ DAMAGED_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 #: Primary codes of a read-only open refused because SQLite cannot create its ``-shm``.
 _READ_ONLY_CODES = frozenset({sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_READONLY})
 
-_SCHEMA = """
+#: The tables of schema 1 (before the hash chain): an old log is checked against these,
+#: and upgraded in place by its first writer (:mod:`.sqlite_chain`).
+_SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS events (
     position       INTEGER PRIMARY KEY,
     stream         TEXT    NOT NULL,
@@ -91,7 +98,49 @@ CREATE TABLE IF NOT EXISTS snapshots (
     recorded_at REAL    NOT NULL
 ) WITHOUT ROWID;
 """
-_TABLES = ("events", "idempotency_keys", "snapshots")
+#: The current tables (schema 2): ``events.hash`` and ``chain_head`` (see :mod:`..chain`).
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    position       INTEGER PRIMARY KEY,
+    stream         TEXT    NOT NULL,
+    version        INTEGER NOT NULL,
+    type           TEXT    NOT NULL,
+    schema_version INTEGER NOT NULL,
+    payload        BLOB    NOT NULL,
+    recorded_at    REAL    NOT NULL,
+    correlation_id TEXT,
+    causation_id   TEXT,
+    actor          TEXT,
+    idempotency_key TEXT,
+    hash           BLOB,
+    UNIQUE (stream, version)
+);
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+    key            TEXT PRIMARY KEY,
+    stream         TEXT    NOT NULL,
+    first_position INTEGER NOT NULL,
+    last_position  INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS snapshots (
+    stream      TEXT PRIMARY KEY,
+    version     INTEGER NOT NULL,
+    state_type  TEXT    NOT NULL,
+    payload     BLOB    NOT NULL,
+    recorded_at REAL    NOT NULL
+) WITHOUT ROWID;
+"""
+
+#: The writer's recorded head: the position and hash of the last event it committed.
+CHAIN_HEAD_DDL = """
+CREATE TABLE IF NOT EXISTS chain_head (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    position INTEGER NOT NULL,
+    hash     BLOB    NOT NULL
+);
+"""
+_SCHEMA += CHAIN_HEAD_DDL
+_TABLES_V1 = ("events", "idempotency_keys", "snapshots")
+_TABLES = (*_TABLES_V1, "chain_head")
 
 
 def check_schema(conn: sqlite3.Connection, path: str) -> bool:
@@ -136,7 +185,8 @@ def schema_problems(conn: sqlite3.Connection) -> list[str]:
     """What is missing or different in the file's tables, compared with :data:`_SCHEMA`
     (empty if nothing is). Raises ``sqlite3.DatabaseError`` if the schema cannot be read."""
     problems = []
-    for table, expected in _expected_columns().items():
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    for table, expected in _expected_columns(min(version, SCHEMA_VERSION)).items():
         found = {row[1]: row[2:6] for row in conn.execute(f"PRAGMA table_xinfo({table})")}
         if not found:
             problems.append(f"the {table} table is missing")
@@ -169,30 +219,38 @@ def _shape(column: tuple[object, ...]) -> str:
 
 
 @functools.cache
-def _expected_columns() -> dict[str, dict[str, tuple[object, ...]]]:
-    """Each table's columns as :data:`_SCHEMA` makes them: name -> (type, notnull,
+def _expected_columns(version: int) -> dict[str, dict[str, tuple[object, ...]]]:
+    """Each table's columns as schema ``version`` makes them: name -> (type, notnull,
     default, pk), read back from an in-memory database, so the comparison can never drift
-    from the schema that is created."""
+    from the schema that is created. A schema 1 log (not yet upgraded) is held to schema 1."""
+    schema, tables = (_SCHEMA, _TABLES) if version >= 2 else (_SCHEMA_V1, _TABLES_V1)
     conn = sqlite3.connect(":memory:")
     try:
-        conn.executescript(_SCHEMA)
+        conn.executescript(schema)
         return {
             table: {row[1]: row[2:6] for row in conn.execute(f"PRAGMA table_xinfo({table})")}
-            for table in _TABLES
+            for table in tables
         }
     finally:
         conn.close()
 
 
 def check_or_create_schema(conn: sqlite3.Connection, path: str) -> None:
-    """Create the schema in an empty file; refuse a foreign or damaged one."""
+    """Create the schema in an empty file; refuse a foreign or damaged one. A schema 1
+    log is left as it is: its writer upgrades it (:func:`.sqlite_chain.upgrade`)."""
     if check_schema(conn, path):
         return
     conn.executescript(
         f"BEGIN IMMEDIATE;{_SCHEMA}"
+        f"INSERT INTO chain_head VALUES (1, 0, x'{GENESIS.hex()}');"
         f"PRAGMA application_id = {APPLICATION_ID};"
         f"PRAGMA user_version = {SCHEMA_VERSION};COMMIT;"
     )
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The file's schema version (``PRAGMA user_version``)."""
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
 
 
 # -- why a read failed ---------------------------------------------------------------------

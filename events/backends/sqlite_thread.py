@@ -27,6 +27,7 @@ from typing import Any
 
 from ..errors import EventStoreError
 from ..telemetry import METRIC_BACKEND, instruments, metrics_enabled
+from .sqlite_chain import upgrade
 from .sqlite_schema import check_or_create_schema, check_schema
 from .sqlite_writer import AppendRequest, BatchWriter, Outcome, SnapshotRequest
 
@@ -97,7 +98,9 @@ class WriterThread:
             conn.execute(f"PRAGMA synchronous={self._synchronous}")
             conn.execute("PRAGMA busy_timeout=5000")
             check_or_create_schema(conn, self._path)
-            self._writer.load_head(conn)
+            if self._writer.chained:
+                upgrade(conn, self._path)  # a schema 1 log gets its chain (sqlite_chain.py)
+            self._writer.load_head(conn, self._path)
         except BaseException:
             conn.close()
             raise
@@ -124,7 +127,8 @@ class WriterThread:
                 self._reply(self._resolve, requests, outcomes, writer.head)
                 if writer.committed and metrics_enabled():
                     # After the reply: the callers need not wait for the metric.
-                    instruments().append_batch_size.record(writer.committed, _METRIC_ATTRIBUTES)
+                    meters = instruments()
+                    meters.record(meters.append_batch_size, writer.committed, _METRIC_ATTRIBUTES)
             if stopping:
                 return
 

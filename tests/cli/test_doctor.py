@@ -45,7 +45,8 @@ def test_a_healthy_log_is_reported_healthy(log: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert done.stdout == (
-        f"{log}: healthy: {EVENTS} events decoded, schema ok, integrity check run\n"
+        f"{log}: healthy: {EVENTS} events decoded, schema ok, hash chain intact up to head "
+        f"{EVENTS}, integrity check run\n"
     )
 
 
@@ -61,6 +62,8 @@ def test_a_healthy_log_as_json_with_debug_logging_still_parses(log: Path) -> Non
         "corrupt": [],
         "damaged": [],
         "unread": None,
+        "chain": f"intact up to head {EVENTS}",
+        "chain_broken": None,
         "healthy": True,
     }
 
@@ -102,10 +105,13 @@ def test_for_people_each_problem_is_one_line_then_a_summary(log: Path) -> None:
     assert lines[0].startswith(
         f"{log}: corrupt event at position 250 (stream 'agent/batch2', type 'actor.started'): "
     )
-    assert lines[1] == (
-        f"{log} is damaged: 1 corrupt event(s); {EVENTS - 1} events decoded; integrity check run"
+    # The byte was changed with SQL: the hash chain says so too, at the same position.
+    assert lines[1].startswith(f"{log}: hash chain broken at position 250: edited: ")
+    assert lines[2] == (
+        f"{log} is damaged: 1 corrupt event(s), a broken hash chain; {EVENTS - 1} events "
+        "decoded; integrity check run"
     )
-    assert done.stderr == f"clawlog doctor: {lines[1]}\n"
+    assert done.stderr == f"clawlog doctor: {lines[2]}\n"
 
 
 def test_unreadable_pages_are_stepped_over_and_reported_as_ranges(log: Path) -> None:
@@ -240,3 +246,33 @@ async def test_each_integrity_message_is_one_line_without_sqlites_heading(
     assert report.integrity, "the damage was not found"
     assert all("\n" not in m and not m.startswith("***") for m in report.integrity)
     assert len(report.integrity) > 1
+
+
+def test_an_edit_only_the_hash_chain_sees_is_damage(log: Path) -> None:
+    """A row that still decodes, but whose actor was changed with SQL."""
+    conn = sqlite3.connect(log)
+    try:
+        with conn:
+            conn.execute("UPDATE events SET actor = 'someone/else' WHERE position = 42")
+    finally:
+        conn.close()
+
+    status, report, stderr = doctor_json(log)
+
+    assert status == 1
+    assert report["corrupt"] == [] and report["rows"] == EVENTS
+    assert report["chain"] == "broken at position 42"
+    assert report["chain_broken"].startswith("position 42: edited: ")
+    assert "a broken hash chain" in stderr
+
+
+def test_a_log_from_before_the_chain_is_healthy_and_says_so(tmp_path: Path) -> None:
+    from tests.events.test_chain import write_v1_log
+
+    path = tmp_path / "old.db"
+    write_v1_log(path, 50)
+
+    status, report, _ = doctor_json(path)
+
+    assert status == 0, report
+    assert report["chain"].startswith("none yet") and "clawlog verify --upgrade" in report["chain"]

@@ -25,7 +25,7 @@ from clawlog.events import (
 )
 from clawlog.events.domain.actor import ActorStarted
 
-DISK_SIZE = 64 * 1024
+DISK_SIZE = 96 * 1024  # a new log (its -wal and 32 KiB -shm included) fits, with room to spare
 
 
 def _mount(*args: str) -> subprocess.CompletedProcess[str]:
@@ -41,7 +41,7 @@ def _unavailable(reason: str) -> None:
 
 @pytest.fixture
 def disk(tmp_path: Path) -> Iterator[Path]:
-    """A 64 KiB tmpfs of its own, unmounted afterwards."""
+    """A 96 KiB tmpfs of its own, unmounted afterwards."""
     if os.geteuid() != 0:
         _unavailable("mounting one needs root")
     mount_point = tmp_path / "disk"
