@@ -164,7 +164,8 @@ class EventStore:
 
     def _measure_append(self, started: float) -> None:
         """Records a successful append's duration (the caller's wait, group commit included)."""
-        instruments().append_duration.record(time.perf_counter() - started, self._metric_attributes)
+        meters, seconds = instruments(), time.perf_counter() - started
+        meters.record(meters.append_duration, seconds, self._metric_attributes)
 
     def _remember_stream(self, stream: object) -> None:
         """Validate a stream name once; appends to known streams skip the pattern match."""

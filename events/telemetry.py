@@ -27,7 +27,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
@@ -37,17 +37,30 @@ from opentelemetry.environment_variables import (
 )
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.metrics import _internal as metrics_internal
+from opentelemetry.util.types import AttributeValue
+
+from .domain.session import CompactionFailed, SessionCompacted, Usage
+from .metric_queue import MeasurementQueue
 
 __all__ = [
+    "APPROVAL_DECISION",
     "APPROVAL_WAIT",
     "CHANNEL",
+    "COMPACTION_TRIGGER",
     "CORRELATION",
+    "COST_USD",
     "DELEGATION",
     "DELEGATION_MODE",
     "DELEGATION_OUTCOME",
     "DELEGATION_SOURCE",
     "DELEGATION_TARGET",
+    "ERROR_TYPE",
+    "EXCEPTION_MESSAGE",
+    "EXCEPTION_STACKTRACE",
+    "EXCEPTION_TYPE",
     "GEN_AI_AGENT",
+    "GEN_AI_CACHE_CREATION_TOKENS",
+    "GEN_AI_CACHE_READ_TOKENS",
     "GEN_AI_CONVERSATION",
     "GEN_AI_FINISH",
     "GEN_AI_INPUT_TOKENS",
@@ -55,9 +68,13 @@ __all__ = [
     "GEN_AI_OUTPUT_TOKENS",
     "GEN_AI_PROVIDER",
     "GEN_AI_REQUEST_MODEL",
+    "GEN_AI_RESPONSE_MODEL",
+    "GEN_AI_TIME_TO_FIRST_CHUNK",
     "GEN_AI_TOKEN_TYPE",
     "GEN_AI_TOOL",
     "GEN_AI_TOOL_CALL",
+    "HANDOFF_FROM",
+    "HANDOFF_TO",
     "ITERATION",
     "MCP_SERVER",
     "METRIC_AGENT",
@@ -70,16 +87,22 @@ __all__ = [
     "OPERATION_CHAT",
     "OPERATION_EXECUTE_TOOL",
     "OPERATION_INVOKE_AGENT",
+    "OUTCOME_INTERRUPTED",
     "POSITION",
+    "REASONING_TOKENS",
     "REFUSED_STEP",
     "SCOPE_NAME",
     "SESSION_KEY",
     "STREAM",
+    "SUBAGENT_MODE",
+    "SUBAGENT_OUTCOME",
     "SUBAGENT_TASK",
     "TOKEN_TYPE_INPUT",
     "TOKEN_TYPE_OUTPUT",
     "TOOL_OUTCOME",
     "TURN_OUTCOME",
+    "TURN_RESUMED",
+    "USAGE_ESTIMATED",
     "Instruments",
     "LagSource",
     "attached",
@@ -88,6 +111,8 @@ __all__ = [
     "meter",
     "metrics_enabled",
     "register_projection_lag",
+    "reply_attributes",
+    "summary_span",
     "tracer",
     "tracing_enabled",
 ]
@@ -100,9 +125,19 @@ GEN_AI_PROVIDER = "gen_ai.provider.name"
 GEN_AI_AGENT = "gen_ai.agent.name"
 GEN_AI_CONVERSATION = "gen_ai.conversation.id"
 GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+#: The model as the provider named it in its reply (``ModelReplied.model``), when it did.
+GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
 GEN_AI_FINISH = "gen_ai.response.finish_reasons"
+#: The whole prompt, its cached part included (the semconv's and ``Usage.input_tokens``'s
+#: reading: the two cache counts below are parts of it).
 GEN_AI_INPUT_TOKENS = "gen_ai.usage.input_tokens"
 GEN_AI_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+#: The part of the prompt read from the provider's cache (``Usage.cached_input_tokens``).
+GEN_AI_CACHE_READ_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+#: The part of the prompt written to the provider's cache (``Usage.cache_write_tokens``).
+GEN_AI_CACHE_CREATION_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
+#: On a streamed request's ``chat`` span: seconds from the request to its first text delta.
+GEN_AI_TIME_TO_FIRST_CHUNK = "gen_ai.response.time_to_first_chunk"
 GEN_AI_TOOL = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL = "gen_ai.tool.call.id"
 #: On ``gen_ai.client.token.usage``: TOKEN_TYPE_INPUT or TOKEN_TYPE_OUTPUT.
@@ -122,20 +157,61 @@ POSITION = "clawlog.log.position"
 STREAM = "clawlog.stream"
 SESSION_KEY = "clawlog.session_key"
 CHANNEL = "clawlog.channel"
-#: completed | failed | cancelled, on every turn span.
+#: On every turn span: completed | failed | cancelled, the three ways the log ends a turn,
+#: or ``interrupted`` (OUTCOME_INTERRUPTED): the session stopped during the turn (the
+#: System closed, the process is going down), so the log has no end for it yet. The turn
+#: resumes when the session starts again, under a new span marked ``TURN_RESUMED`` with the
+#: same correlation id, whose parent is the interrupted span when it resumes in the same
+#: process. ``interrupted`` is no outcome of the turn, only of that span: no metric counts
+#: it (``clawlog.turns`` counts the end the log records).
 TURN_OUTCOME = "clawlog.turn.outcome"
+#: The outcome of a span whose work the log has not ended when the actor running it
+#: stopped (a turn, a subagent run, a delegation): the work goes on, or is recorded as
+#: failed, when that actor starts again.
+OUTCOME_INTERRUPTED = "interrupted"
+#: True on the span of a turn resumed from the log (after a restart or a passivation).
+TURN_RESUMED = "clawlog.turn.resumed"
 #: completed | failed | refused | denied | timeout, on every tool call span.
 TOOL_OUTCOME = "clawlog.tool.outcome"
 REFUSED_STEP = "clawlog.tool.refused_step"
 APPROVAL_WAIT = "clawlog.tool.approval_wait_ms"
+#: On the ``approval decided`` span event: allow-once | allow-always | deny | timeout.
+APPROVAL_DECISION = "clawlog.tool.approval_decision"
 ITERATION = "clawlog.iteration"
 DELEGATION = "clawlog.delegation.id"
 DELEGATION_SOURCE = "clawlog.delegation.source"
 DELEGATION_TARGET = "clawlog.delegation.target"
+#: sync | async
 DELEGATION_MODE = "clawlog.delegation.mode"
+#: How a delegation ended: completed | failed | cancelled (its status in the log), or
+#: ``interrupted`` (OUTCOME_INTERRUPTED): the link stopped during it.
 DELEGATION_OUTCOME = "clawlog.delegation.outcome"
 SUBAGENT_TASK = "clawlog.subagent.task_id"
+#: sync | async
+SUBAGENT_MODE = "clawlog.subagent.mode"
+#: On a subagent run's span: completed | failed | cancelled (its ``subagent.finished``
+#: status), or ``interrupted`` (OUTCOME_INTERRUPTED): the agent stopped during the run (the
+#: log records it failed when the agent starts again).
+SUBAGENT_OUTCOME = "clawlog.subagent.outcome"
+#: On a ``handoff {to_agent}`` span: who handed the conversation to whom.
+HANDOFF_FROM = "clawlog.handoff.from"
+HANDOFF_TO = "clawlog.handoff.to"
 MCP_SERVER = "clawlog.mcp.server"
+#: The part of ``gen_ai.usage.output_tokens`` spent reasoning (``Usage.reasoning_tokens``).
+REASONING_TOKENS = "clawlog.usage.reasoning_tokens"
+#: True when the provider reported no usage and clawlog estimated the counts (absent else).
+USAGE_ESTIMATED = "clawlog.usage.estimated"
+#: Estimated cost of the model call in US dollars (absent when the model has no price).
+COST_USD = "clawlog.cost_usd"
+#: On a summarizer's ``chat`` span: threshold | manual (``SessionCompacted.trigger``).
+COMPACTION_TRIGGER = "clawlog.compaction.trigger"
+
+# Span attributes and span event attributes of the general semantic conventions.
+#: The class of error a failed operation ended with (an ``ErrorKind``, a model failure kind).
+ERROR_TYPE = "error.type"
+EXCEPTION_TYPE = "exception.type"
+EXCEPTION_MESSAGE = "exception.message"
+EXCEPTION_STACKTRACE = "exception.stacktrace"
 
 # Metric attributes (besides the GenAI keys above, which the GenAI metrics use).
 METRIC_AGENT = "agent"
@@ -291,9 +367,61 @@ def attached(carrier: Mapping[str, str] | None) -> Iterator[None]:
         otel_context.detach(token)
 
 
+def reply_attributes(
+    usage: Usage, response_model: str = "", cost_usd: float | None = None
+) -> dict[str, AttributeValue]:
+    """A model call's usage, model and cost as ``chat`` span attributes: the live span and
+    the export both take them from here, so they cannot drift apart. The three counts
+    are always there (0: none reported); the estimate mark, the response model and the
+    cost only when there is one."""
+    attributes: dict[str, AttributeValue] = {
+        GEN_AI_INPUT_TOKENS: usage.input_tokens,
+        GEN_AI_OUTPUT_TOKENS: usage.output_tokens,
+        GEN_AI_CACHE_READ_TOKENS: usage.cached_input_tokens,
+        GEN_AI_CACHE_CREATION_TOKENS: usage.cache_write_tokens,
+        REASONING_TOKENS: usage.reasoning_tokens,
+    }
+    if usage.estimated:
+        attributes[USAGE_ESTIMATED] = True
+    if response_model:
+        attributes[GEN_AI_RESPONSE_MODEL] = response_model
+    if cost_usd is not None:
+        attributes[COST_USD] = cost_usd
+    return attributes
+
+
+def summary_span(
+    event: SessionCompacted | CompactionFailed,
+) -> tuple[str, dict[str, AttributeValue]]:
+    """The name and attributes of a summarizer call's ``chat {model}`` span, from the event
+    that recorded its outcome (a ``session.compacted`` with a summary, or a
+    ``session.compaction_failed``). The live span is named and filled from the recorded
+    event, as the export is, so the two agree. A failure's span also gets ``error.type``
+    (its status and exception event are the caller's: they need the span)."""
+    attributes: dict[str, AttributeValue] = {
+        GEN_AI_OPERATION: OPERATION_CHAT,
+        GEN_AI_REQUEST_MODEL: event.model,
+        COMPACTION_TRIGGER: event.trigger,
+    }
+    if event.turn_id:
+        attributes[CORRELATION] = event.turn_id
+        attributes[ITERATION] = event.iteration
+    if isinstance(event, CompactionFailed):
+        attributes[ERROR_TYPE] = event.kind
+    else:
+        attributes.update(reply_attributes(event.usage, event.model, event.cost_usd))
+    return f"{OPERATION_CHAT} {event.model}", attributes
+
+
 @dataclass(frozen=True, slots=True)
 class Instruments:
-    """Every clawlog metric instrument, built once per meter provider (see ``instruments()``)."""
+    """Every clawlog metric instrument, built once per meter provider (see ``instruments()``).
+
+    Hot paths (turns, model requests, tool calls, store appends, sessions) measure through
+    :meth:`record` and :meth:`add`, which queue the measurement rather than hand it to the
+    SDK on the spot (:mod:`.metric_queue`: a background worker and every collection hand
+    the queue over, so a reader sees every measurement taken before it collects).
+    """
 
     #: Turns ended, {agent, outcome}.
     turns: metrics.Counter
@@ -320,6 +448,23 @@ class Instruments:
     append_batch_size: metrics.Histogram
     #: Events behind the head per projection, {projection}: fed by ``register_projection_lag``.
     projection_lag: metrics.ObservableGauge
+    #: Measurements taken, not yet handed to the SDK (see the class's docstring).
+    queued: MeasurementQueue = field(default_factory=MeasurementQueue, repr=False)
+
+    def record(
+        self, histogram: metrics.Histogram, value: float, attributes: Mapping[str, AttributeValue]
+    ) -> None:
+        """Queues ``histogram.record(value, attributes)`` (see the class's docstring)."""
+        self.queued.put(histogram.record, value, attributes)
+
+    def add(
+        self,
+        counter: metrics.Counter | metrics.UpDownCounter,
+        value: float,
+        attributes: Mapping[str, AttributeValue],
+    ) -> None:
+        """Queues ``counter.add(value, attributes)`` (see the class's docstring)."""
+        self.queued.put(counter.add, value, attributes)
 
 
 _instruments_cache: tuple[metrics.MeterProvider, Instruments] | None = None
@@ -343,7 +488,11 @@ def instruments() -> Instruments:
 
 
 def _build_instruments(m: metrics.Meter) -> Instruments:
-    return Instruments(
+    def hand_over(options: CallbackOptions) -> Iterable[Observation]:
+        built.queued.hand_over()
+        return ()
+
+    built = Instruments(
         turns=m.create_counter("clawlog.turns", unit="{turn}", description="Turns ended"),
         tool_calls=m.create_counter(
             "clawlog.tool.calls", unit="{call}", description="Tool calls ended"
@@ -381,11 +530,14 @@ def _build_instruments(m: metrics.Meter) -> Instruments:
         ),
         projection_lag=m.create_observable_gauge(
             "clawlog.projection.lag",
-            callbacks=[_observe_projection_lag],
+            # Hands the queue over first: every collection runs the callbacks before it
+            # aggregates, so it sees every measurement taken before it.
+            callbacks=[hand_over, _observe_projection_lag],
             unit="{event}",
             description="Events behind the head of the log, per projection",
         ),
     )
+    return built
 
 
 _lag_sources: dict[object, LagSource] = {}

@@ -39,7 +39,11 @@ from clawlog.events.domain.tool import (
     ToolCallRefused,
 )
 from clawlog.events.telemetry import (
+    APPROVAL_DECISION,
     APPROVAL_WAIT,
+    ERROR_TYPE,
+    EXCEPTION_MESSAGE,
+    EXCEPTION_STACKTRACE,
     GEN_AI_OPERATION,
     GEN_AI_TOOL,
     GEN_AI_TOOL_CALL,
@@ -60,9 +64,7 @@ from .result import ErrorKind
 
 __all__ = [
     "APPROVAL_DECIDED",
-    "APPROVAL_DECISION",
     "APPROVAL_REQUESTED",
-    "ERROR_TYPE",
     "CallOutcome",
     "CallTelemetry",
     "call_outcome",
@@ -72,12 +74,9 @@ __all__ = [
     "span_name",
 ]
 
-#: The span events of an approval wait, and the decision's attribute on the second one.
+#: The span events of an approval wait (the second one carries ``APPROVAL_DECISION``).
 APPROVAL_REQUESTED = "approval requested"
 APPROVAL_DECIDED = "approval decided"
-APPROVAL_DECISION = "clawlog.tool.approval_decision"
-#: The semantic conventions' error class: the ``ErrorKind`` of a failed call.
-ERROR_TYPE = "error.type"
 
 #: The values of ``clawlog.tool.outcome``.
 CallOutcome = Literal["completed", "failed", "refused", "denied", "timeout"]
@@ -197,7 +196,8 @@ class CallTelemetry:
             return
         call.waiting = True
         if metrics_enabled():
-            instruments().approvals_waiting.add(1, {METRIC_TOOL: call.tool})
+            meters = instruments()
+            meters.add(meters.approvals_waiting, 1, {METRIC_TOOL: call.tool})
         if call.span is not None:
             call.span.add_event(APPROVAL_REQUESTED)
 
@@ -227,7 +227,8 @@ class CallTelemetry:
         _stop_waiting(call)
         attributes = ended_attributes(event, call.approval)
         if metrics_enabled():
-            instruments().tool_calls.add(1, _metric_attributes(call.tool, attributes))
+            meters = instruments()
+            meters.add(meters.tool_calls, 1, _metric_attributes(call.tool, attributes))
         span = call.span
         if span is None:
             return
@@ -280,7 +281,8 @@ def _stop_waiting(call: _OpenCall) -> None:
         # Counted down on the provider of now: a provider replaced meanwhile never saw the
         # +1, but the API offers no way to reach the old one.
         if metrics_enabled():
-            instruments().approvals_waiting.add(-1, {METRIC_TOOL: call.tool})
+            meters = instruments()
+            meters.add(meters.approvals_waiting, -1, {METRIC_TOOL: call.tool})
 
 
 def _abandon(call: _OpenCall) -> None:
@@ -302,7 +304,7 @@ def record_exception(span: Span | None, exc: BaseException, scrub: Callable[[str
     span.record_exception(
         exc,
         attributes={
-            "exception.message": scrub(str(exc))[:2000],
-            "exception.stacktrace": scrub(trace_text)[-8000:],
+            EXCEPTION_MESSAGE: scrub(str(exc))[:2000],
+            EXCEPTION_STACKTRACE: scrub(trace_text)[-8000:],
         },
     )

@@ -6,36 +6,55 @@ the recording of its end. Spans are built only while an OpenTelemetry SDK provid
 time, and the metrics are skipped unless a meter provider is set. The span's parent is
 the context the turn's message brought (``SendMessage.trace_context``: a delegation, a
 subagent run, a handoff, the application's own span), never whatever happens to be
-current when a queued message starts its turn.
+current when a queued message starts its turn. A turn started after its cause's span
+ended (an announcement of async results, a turn resumed in the process that interrupted
+it) continues it through :mod:`.trace_causes`: the interrupted span of a resumed turn is
+its parent, the runs whose results a turn announces are its span links.
 
 While the Session runs the turn's steps it makes the turn span current (:meth:`current`):
 the tool pipeline starts its ``execute_tool`` spans from the current context, in the
 actor's thread and on the hub (a coroutine submitted to the hub runs in a copy of the
 submitter's context), so tool calls are the turn's children.
+
+A ``chat`` span carries the reply's usage, response model and cost
+(:func:`~clawlog.events.telemetry.reply_attributes`, as the export has them); a streamed
+request's also the time to its first text delta (:meth:`TurnTrace.streamed`,
+:mod:`.first_chunk`); a summarizer's call is a ``chat`` span of its own under the turn
+(:mod:`.summary_trace`, from :meth:`TurnTrace.summary_parent`).
 """
 
 from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import (
+    Link,
+    NonRecordingSpan,
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+)
+from opentelemetry.util.types import AttributeValue
 
 from clawlog.events.domain.session import Usage
 from clawlog.events.telemetry import (
     CHANNEL,
     CORRELATION,
+    ERROR_TYPE,
+    EXCEPTION_MESSAGE,
+    EXCEPTION_STACKTRACE,
     GEN_AI_AGENT,
     GEN_AI_CONVERSATION,
     GEN_AI_FINISH,
-    GEN_AI_INPUT_TOKENS,
     GEN_AI_OPERATION,
-    GEN_AI_OUTPUT_TOKENS,
     GEN_AI_PROVIDER,
     GEN_AI_REQUEST_MODEL,
     GEN_AI_TOKEN_TYPE,
@@ -44,24 +63,26 @@ from clawlog.events.telemetry import (
     METRIC_OUTCOME,
     OPERATION_CHAT,
     OPERATION_INVOKE_AGENT,
+    OUTCOME_INTERRUPTED,
     POSITION,
     SESSION_KEY,
     STREAM,
     TOKEN_TYPE_INPUT,
     TOKEN_TYPE_OUTPUT,
     TURN_OUTCOME,
+    TURN_RESUMED,
     instruments,
     metrics_enabled,
+    reply_attributes,
     tracer,
     tracing_enabled,
 )
 
-__all__ = ["TurnTrace", "parent_context", "span_carrier"]
+from ..providers.base import Model, StreamingModel
+from .first_chunk import FirstChunkTimer
+from .trace_causes import causes_of, continue_later
 
-#: The semantic conventions' key for the class of error a failed operation ended with.
-_ERROR_TYPE = "error.type"
-#: Set on the span of a turn resumed from the log after a restart (nobody sent it now).
-_RESUMED = "clawlog.turn.resumed"
+__all__ = ["TurnTrace", "parent_context", "span_carrier", "span_current"]
 
 
 def parent_context(carrier: dict[str, str] | None) -> otel_context.Context:
@@ -84,10 +105,17 @@ def span_carrier(span: Span | None) -> dict[str, str] | None:
     return carrier
 
 
+def span_current(span: Span | None) -> Any:
+    """A context manager making ``span`` current (nothing for None); it does not end it."""
+    if span is None:
+        return nullcontext()
+    return _Current(trace.set_span_in_context(span))
+
+
 class TurnTrace:
     """The span (if tracing) and timings of one turn, and of its model request in flight."""
 
-    __slots__ = ("_model", "agent", "model_started", "span", "started", "turn_id")
+    __slots__ = ("_context", "_model", "agent", "model_started", "span", "started", "turn_id")
 
     def __init__(
         self,
@@ -106,6 +134,8 @@ class TurnTrace:
         self.model_started = 0.0
         self.span: Span | None = None
         self._model: Span | None = None
+        #: The context with the turn span current (built once: every message needs it).
+        self._context: otel_context.Context | None = None
         if not tracing_enabled():
             return
         attributes: dict[str, Any] = {
@@ -119,24 +149,27 @@ class TurnTrace:
         if channel:
             attributes[CHANNEL] = channel
         if resumed:
-            attributes[_RESUMED] = True
+            attributes[TURN_RESUMED] = True
+        parent, links = _parent_and_links(carrier, causes_of(turn_id), resumed)
         self.span = tracer().start_span(
             f"{OPERATION_INVOKE_AGENT} {agent}",
-            context=parent_context(carrier),
+            context=parent,
             attributes=attributes,
+            links=links,
         )
+        self._context = trace.set_span_in_context(self.span)
 
     def current(self) -> Any:
         """A context manager making the turn span current (nothing without a span)."""
-        if self.span is None:
+        if self._context is None:
             return nullcontext()
-        return _current(self.span)
+        return _Current(self._context)
 
     def model_current(self) -> Any:
         """A context manager making the model request's span current (for its I/O)."""
         if self._model is None:
             return nullcontext()
-        return _current(self._model)
+        return _Current(trace.set_span_in_context(self._model))
 
     # -- the model request --------------------------------------------------------------
     def model_requested(self, model: str, provider: str, iteration: int) -> None:
@@ -146,7 +179,7 @@ class TurnTrace:
         self._end_model()  # one request at a time: an older one never answered
         self._model = tracer().start_span(
             f"{OPERATION_CHAT} {model}",
-            context=trace.set_span_in_context(self.span),
+            context=self._context,
             kind=SpanKind.CLIENT,
             attributes={
                 GEN_AI_OPERATION: OPERATION_CHAT,
@@ -166,28 +199,40 @@ class TurnTrace:
         usage: Usage,
         duration_ms: float,
         position: int,
+        response_model: str = "",
+        cost_usd: float | None = None,
     ) -> None:
-        """The reply was recorded at ``position``: end the span, record duration and tokens."""
+        """The reply was recorded at ``position``: end the span (with the usage, the model the
+        provider named, ``response_model``, and the estimated cost, as the export has them:
+        :func:`~clawlog.events.telemetry.reply_attributes`), record duration and tokens.
+
+        ``gen_ai.client.token.usage`` keeps the semconv's two token types (input, output):
+        it defines none for cached tokens, which the span carries as parts of the input."""
         span, self._model = self._model, None
         if span is not None:
+            attributes = reply_attributes(usage, response_model, cost_usd)
+            attributes[POSITION] = position
             if stop_reason:
-                span.set_attribute(GEN_AI_FINISH, [stop_reason])
-            span.set_attribute(GEN_AI_INPUT_TOKENS, usage.input_tokens)
-            span.set_attribute(GEN_AI_OUTPUT_TOKENS, usage.output_tokens)
-            span.set_attribute(POSITION, position)
+                attributes[GEN_AI_FINISH] = (stop_reason,)
+            span.set_attributes(attributes)  # one lock, one pass: not one call per attribute
             span.end()
         if metrics_enabled():
             meters = instruments()
-            meters.operation_duration.record(
-                duration_ms / 1000, _operation_attributes(model, provider)
+            meters.record(
+                meters.operation_duration,
+                duration_ms / 1000,
+                _operation_attributes(model, provider),
             )
-            for kind, count in (
-                (TOKEN_TYPE_INPUT, usage.input_tokens),
-                (TOKEN_TYPE_OUTPUT, usage.output_tokens),
-            ):
-                meters.token_usage.record(
-                    count, {GEN_AI_TOKEN_TYPE: kind, GEN_AI_REQUEST_MODEL: model}
-                )
+            meters.record(
+                meters.token_usage,
+                usage.input_tokens,
+                {GEN_AI_TOKEN_TYPE: TOKEN_TYPE_INPUT, GEN_AI_REQUEST_MODEL: model},
+            )
+            meters.record(
+                meters.token_usage,
+                usage.output_tokens,
+                {GEN_AI_TOKEN_TYPE: TOKEN_TYPE_OUTPUT, GEN_AI_REQUEST_MODEL: model},
+            )
 
     def model_failed(
         self,
@@ -208,19 +253,32 @@ class TurnTrace:
             span.record_exception(
                 error,
                 attributes={
-                    "exception.message": message,
-                    "exception.stacktrace": scrub(stack)[-8000:],
+                    EXCEPTION_MESSAGE: message,
+                    EXCEPTION_STACKTRACE: scrub(stack)[-8000:],
                 },
             )
             span.set_status(Status(StatusCode.ERROR, f"{kind}: {message}"))
-            span.set_attribute(_ERROR_TYPE, kind)
-            span.set_attribute(POSITION, position)
+            span.set_attributes({ERROR_TYPE: kind, POSITION: position})
             span.end()
         if metrics_enabled():
             attributes = _operation_attributes(model, provider)
-            attributes[_ERROR_TYPE] = kind
+            attributes[ERROR_TYPE] = kind
+            meters = instruments()
             seconds = time.monotonic() - self.model_started
-            instruments().operation_duration.record(seconds, attributes)
+            meters.record(meters.operation_duration, seconds, attributes)
+
+    def streamed(self, model: Model) -> Model:
+        """``model`` for a streamed request: one that marks the time to its first text
+        delta on the request's span (``gen_ai.response.time_to_first_chunk``); ``model``
+        itself when nothing is traced or it cannot stream."""
+        span = self._model
+        if span is None or not isinstance(model, StreamingModel):
+            return model
+        return FirstChunkTimer(model, span, self.model_started)
+
+    def summary_parent(self) -> otel_context.Context | None:
+        """The context a summarizer's span starts in: the turn's (None without a span)."""
+        return self._context
 
     def _end_model(self) -> None:
         span, self._model = self._model, None
@@ -231,47 +289,72 @@ class TurnTrace:
     def ended(self, outcome: str, position: int, reason: str = "") -> None:
         """The turn's end was recorded at ``position`` (completed | failed | cancelled)."""
         self._end_model()
-        span, self.span = self.span, None
+        span, self.span, self._context = self.span, None, None
         if span is not None:
-            span.set_attribute(TURN_OUTCOME, outcome)
-            span.set_attribute(POSITION, position)
+            span.set_attributes({TURN_OUTCOME: outcome, POSITION: position})
             if outcome == "failed":
                 span.set_status(Status(StatusCode.ERROR, reason))
             span.end()
         if metrics_enabled():
             attributes = {METRIC_AGENT: self.agent, METRIC_OUTCOME: outcome}
             meters = instruments()
-            meters.turns.add(1, attributes)
-            meters.turn_duration.record(time.monotonic() - self.started, attributes)
+            meters.add(meters.turns, 1, attributes)
+            meters.record(meters.turn_duration, time.monotonic() - self.started, attributes)
 
     @staticmethod
     def ended_untraced(agent: str, outcome: str) -> None:
         """A turn ended that has no TurnTrace here (its start was never seen by this
         process, e.g. a turn a store failure ended): counted, with no duration to record."""
         if metrics_enabled():
-            instruments().turns.add(1, {METRIC_AGENT: agent, METRIC_OUTCOME: outcome})
+            meters = instruments()
+            meters.add(meters.turns, 1, {METRIC_AGENT: agent, METRIC_OUTCOME: outcome})
 
     def abandoned(self, reason: str) -> None:
         """The session stopped during the turn: it is not ended in the log (it resumes when
-        the session starts again, under a new span), so no metric; the span ends here."""
+        the session starts again, under a new span), so no metric; the span ends here as
+        ``interrupted``, remembered as the cause of the resumed turn's span (its parent when
+        the turn resumes in this process)."""
         self._end_model()
-        span, self.span = self.span, None
+        span, self.span, self._context = self.span, None, None
         if span is not None:
-            span.set_attribute(TURN_OUTCOME, "interrupted")
+            span.set_attribute(TURN_OUTCOME, OUTCOME_INTERRUPTED)
             span.set_status(Status(StatusCode.ERROR, reason))
             span.end()
+            continue_later(self.turn_id, span)
 
 
-@contextmanager
-def _current(span: Span) -> Iterator[None]:
-    token = otel_context.attach(trace.set_span_in_context(span))
-    try:
-        yield
-    finally:
-        otel_context.detach(token)
+def _parent_and_links(
+    carrier: dict[str, str] | None, causes: list[SpanContext], resumed: bool
+) -> tuple[otel_context.Context, list[Link] | None]:
+    """The turn span's parent and links. The parent is the message's carrier; for a resumed
+    turn, the span interrupted in this process (the same turn's work, so the same trace);
+    none otherwise (a new trace). Every other cause (the async runs whose results the turn
+    announces) is a span link: another trace's work that led to this turn."""
+    if resumed and causes and not carrier:
+        interrupted, *causes = causes
+        parent = trace.set_span_in_context(NonRecordingSpan(interrupted), otel_context.Context())
+    else:
+        parent = parent_context(carrier)
+    return parent, [Link(c) for c in causes] or None
 
 
-def _operation_attributes(model: str, provider: str) -> dict[str, Any]:
+class _Current:
+    """Makes ``context`` current for a ``with`` block: a class, not a generator, since the
+    session enters it for every message of a traced turn."""
+
+    __slots__ = ("_context", "_token")
+
+    def __init__(self, context: otel_context.Context) -> None:
+        self._context = context
+
+    def __enter__(self) -> None:
+        self._token = otel_context.attach(self._context)
+
+    def __exit__(self, *exc_info: object) -> None:
+        otel_context.detach(self._token)
+
+
+def _operation_attributes(model: str, provider: str) -> dict[str, AttributeValue]:
     return {
         GEN_AI_OPERATION: OPERATION_CHAT,
         GEN_AI_REQUEST_MODEL: model,

@@ -21,6 +21,7 @@ from clawlog.events.domain.delegation import (
     DelegationRetried,
 )
 from clawlog.events.streams import agent_stream
+from clawlog.events.telemetry import context_carrier
 from clawlog.tools.deny import match_deny_pattern
 
 from ..agents.config import QualityGate
@@ -142,6 +143,7 @@ async def _agent_gate(
         text=prompt,
         sender="gate",
         skip_quality_gates=True,
+        trace_context=context_carrier(),  # the reviewer's turn: the delegation span's child
     )
     answer = await reviewer.ask(message, gate.timeout_s)
     return parse_verdict(str(answer))

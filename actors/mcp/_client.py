@@ -22,7 +22,7 @@ import mcp.types as mt
 from mcp import ClientSession
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from clawlog.events.telemetry import GEN_AI_TOOL, MCP_SERVER, tracer, tracing_enabled
+from clawlog.events.telemetry import ERROR_TYPE, GEN_AI_TOOL, MCP_SERVER, tracer, tracing_enabled
 
 from ..errors import (
     McpCallTimeout,
@@ -38,8 +38,6 @@ from .sdk_errors import translate
 __all__ = ["Handshake", "McpClient"]
 
 _STDERR_TAIL = 600
-#: The semantic conventions' key for the class of error a failed operation ended with.
-_ERROR_TYPE = "error.type"
 _CLOSE_TIMEOUT_S = 10.0
 
 
@@ -185,7 +183,7 @@ class McpClient:
         ) as span:  # an error raised is recorded on it (ERROR status, exception event)
             result = await self._call(tool, arguments, timeout)
             if result.is_error:  # the server ran the tool and reports its failure
-                span.set_attribute(_ERROR_TYPE, "tool_error")
+                span.set_attribute(ERROR_TYPE, "tool_error")
                 span.set_status(Status(StatusCode.ERROR, "the server reported a tool error"))
             return result
 

@@ -8,12 +8,20 @@ operator already uses::
     await export_session(store, "lead", "demo-user", tracer_provider=provider)
 
 One trace per turn of the session: the turn span ``invoke_agent {agent}`` is its root,
-with a ``chat {model}`` span per model request and an ``execute_tool {tool}`` span per
-tool call under it. The work a tool call started elsewhere hangs under that call's span,
-found by the ids the events carry: a subagent task (``subagent.spawned`` on
-``agent/{agent}``, the subagent's own turns under it), a delegation (``delegation.requested``
-on ``link/{agent}->{target}``, the target session's turns under it), a handoff
-(``handoff.routed``) and an MCP call (the call's server). Every span starts and ends at the
+with a ``chat {model}`` span per model request (its usage, response model and cost as
+``session.model_replied`` recorded them), a ``chat {summarizer}`` span per summary a
+compaction wrote or failed to write in the turn (``session.compacted`` /
+``session.compaction_failed``; an on-demand compaction belongs to no turn and is not
+exported) and an ``execute_tool {tool}`` span per tool call under it. The work a tool
+call started elsewhere hangs under that call's span, found by the ids the events carry:
+a subagent task (``subagent.spawned`` on ``agent/{agent}``, the subagent's own turns
+under it), a delegation (``delegation.requested`` on ``link/{agent}->{target}``, the
+target session's turns under it), a handoff
+(``handoff.routed``) and an MCP call (the call's server); an agent quality gate's review
+turns (``delegation.gate_evaluated``: the reviewer's session ``gate-{id}-{attempt}``) hang
+under the delegation, as live. A turn that announces async results links (span links) to
+the spans of the runs or the delegation it announces, in the traces of the turns that
+started them, when the ids are derived (:class:`ExportIds`). Every span starts and ends at the
 ``recorded_at`` of the events that started and ended its work, and carries the position of
 the event that ended it (``clawlog.log.position``), so a span leads back to the log.
 
@@ -44,22 +52,38 @@ from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import (
+    Link,
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+)
 
 from clawlog.events import Event, EventStore, LogPages, RecordedEvent
 from clawlog.events import telemetry as otel
-from clawlog.events.domain.agent import HandoffRouted, SubagentFinished, SubagentSpawned
+from clawlog.events.domain.agent import (
+    HandoffRouted,
+    SubagentAnnounced,
+    SubagentFinished,
+    SubagentSpawned,
+)
 from clawlog.events.domain.delegation import (
     DelegationCancelled,
     DelegationCompleted,
     DelegationFailed,
     DelegationRequested,
+    GateEvaluated,
 )
 from clawlog.events.domain.mcp import McpToolsDiscovered
 from clawlog.events.domain.session import (
+    CompactionFailed,
     ModelFailed,
     ModelReplied,
     ModelRequested,
+    SessionCompacted,
     SessionStarted,
     TurnCancelled,
     TurnCompleted,
@@ -79,7 +103,6 @@ from clawlog.events.domain.tool import (
 from clawlog.events.streams import agent_stream, session_stream, subagent_stream
 from clawlog.tools.call_telemetry import (
     APPROVAL_DECIDED,
-    APPROVAL_DECISION,
     APPROVAL_REQUESTED,
     ended_attributes,
     ended_status,
@@ -94,6 +117,7 @@ _PAGE = 1000
 _CALL_ENDS = (ToolCallCompleted, ToolCallFailed, ToolCallRefused)
 _DELEGATION_TYPES = [
     "delegation.requested",
+    "delegation.gate_evaluated",
     "delegation.completed",
     "delegation.failed",
     "delegation.cancelled",
@@ -102,15 +126,12 @@ _DELEGATION_TYPES = [
 #: actors.delegation.tools): their calls are the parents of that work.
 _SPAWN_TOOLS = ("subagent", "spawn")
 _DELEGATE_TOOL = "delegate"
-#: The semantic conventions' key for the class of error a failed operation ended with.
-_ERROR_TYPE = "error.type"
-#: Attributes the live spans of subagent runs and handoffs carry besides the contract's
-#: (as actors.agents.supervisor and actors.agents.ports name them).
-_SUBAGENT_MODE = "clawlog.subagent.mode"
-_SUBAGENT_OUTCOME = "clawlog.subagent.outcome"
-_HANDOFF_FROM = "clawlog.handoff.from"
-_HANDOFF_TO = "clawlog.handoff.to"
 _HANDOFF_TOOL = "handoff"
+#: How ``delegation.gate_evaluated`` names an agent gate (actors.delegation.gates.gate_name),
+#: whose reviewer answers in its session ``gate-{delegation id}-{attempt}``.
+_AGENT_GATE = "agent:"
+#: The name of a subagent run's span (actors.agents.supervisor).
+_SUBAGENT_SPAN = f"{otel.OPERATION_INVOKE_AGENT} subagent"
 
 
 # -- ids ---------------------------------------------------------------------------------
@@ -155,6 +176,12 @@ class ExportIds:
     def is_trace_id_random(self) -> bool:
         # Derived ids are not random: samplers must not count on their low bits.
         return False
+
+
+def _span_id(root: str, started: RecordedEvent, name: str) -> int:
+    """The span id ExportIds gives the span ``name`` started by ``started`` in the trace of
+    the turn ``root``."""
+    return _digest(f"clawlog-span:{root}:{started.position}:{name}", 8)
 
 
 def _random_id(bits: int) -> int:
@@ -210,6 +237,11 @@ class _Turn:
     requests: list[_Request] = field(default_factory=list)
     calls: list[_Call] = field(default_factory=list)
     end: RecordedEvent | None = None
+    #: The summarizer calls of its compactions: (the event before the call, its outcome).
+    summaries: list[tuple[RecordedEvent, RecordedEvent]] = field(default_factory=list)
+    #: The last event added (where a failed summary's call, whose start the log does not
+    #: record, is taken to start).
+    last: RecordedEvent | None = None
 
     @property
     def turn_id(self) -> str:
@@ -218,7 +250,12 @@ class _Turn:
 
     def add(self, recorded: RecordedEvent) -> None:
         event = recorded.event
+        before, self.last = self.last or self.started, recorded
         match event:
+            case SessionCompacted(model=model) | CompactionFailed(model=model) if model and (
+                isinstance(event, CompactionFailed) or event.summarized_turns
+            ):
+                self.summaries.append((before, recorded))
             case ModelRequested():
                 self.requests.append(_Request(recorded))
             case ModelReplied() | ModelFailed() if self.requests:
@@ -288,6 +325,8 @@ async def _read_turns(
 class _Delegation:
     requested: RecordedEvent
     end: RecordedEvent | None = None
+    #: The agent gates' reviews: (reviewer agent, attempt), in the order they were recorded.
+    reviews: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def event(self) -> DelegationRequested:
@@ -311,6 +350,11 @@ class _Links:
         self._delegations: dict[str, dict[tuple[str, str], list[_Delegation]]] = {}
         self._handoffs: dict[str, list[RecordedEvent]] | None = None
         self._mcp_tools: dict[str, tuple[str, str]] | None = None
+        #: task id → its ``subagent.spawned``; announcing turn id → the tasks it announced
+        self._spawned: dict[str, RecordedEvent] = {}
+        self._announced: dict[str, list[str]] = {}
+        #: delegation id → its ``delegation.requested``
+        self._requested: dict[str, RecordedEvent] = {}
 
     async def _scan(
         self, start: int, *, prefix: str, types: Sequence[str]
@@ -339,9 +383,12 @@ class _Links:
                 version = page[-1].version + 1
                 for recorded in page:
                     match recorded.event:
-                        case SubagentSpawned(parent_session=parent):
+                        case SubagentSpawned(parent_session=parent, task_id=task_id):
                             key = (parent, recorded.correlation_id or "")
                             found.setdefault(key, []).append(recorded)
+                            self._spawned[task_id] = recorded
+                        case SubagentAnnounced(turn_id=announcing, task_ids=tasks) if announcing:
+                            self._announced[announcing] = tasks
                         case SubagentFinished(task_id=task_id):
                             self._finished[task_id] = recorded
                 if len(page) < _PAGE:
@@ -376,13 +423,38 @@ class _Links:
                     case DelegationRequested(delegation_id=delegation_id, source_session=source):
                         delegation = _Delegation(recorded)
                         by_id[delegation_id] = delegation
+                        self._requested[delegation_id] = recorded
                         key = (source, recorded.correlation_id or "")
                         found.setdefault(key, []).append(delegation)
                     case DelegationCompleted() | DelegationFailed() | DelegationCancelled():
                         if recorded.event.delegation_id in by_id:
                             by_id[recorded.event.delegation_id].end = recorded
+                    case GateEvaluated(delegation_id=delegation_id, gate=gate, attempt=attempt):
+                        reviewer = gate.removeprefix(_AGENT_GATE)
+                        if delegation_id in by_id and gate.startswith(_AGENT_GATE):
+                            by_id[delegation_id].reviews.append((reviewer, attempt))
             self._delegations[agent] = found
         return self._delegations[agent].setdefault((stream, turn_id), [])
+
+    async def causes(self, agent: str, turn: _Turn) -> list[tuple[RecordedEvent, str]]:
+        """What a turn announcing async results announces: the run (``subagent.spawned``)
+        or delegation (``delegation.requested``) that started each span its live span
+        links to, with that span's name. Each started in a turn of this session, the root
+        of its trace (the root's turn id is the event's correlation id)."""
+        started = turn.started.event
+        assert isinstance(started, TurnStarted)
+        if started.sender == "subagent":
+            await self._spawns_of(agent, "", "")  # reads the agent's book once
+            runs = (self._spawned.get(t) for t in self._announced.get(turn.turn_id, []))
+            return [(run, _SUBAGENT_SPAN) for run in runs if run is not None]
+        delegation_id = started.sender.removeprefix("delegate:")
+        if delegation_id == started.sender:
+            return []
+        await self._delegations_of(agent, "", "")
+        requested = self._requested.get(delegation_id)
+        if requested is None or not isinstance(requested.event, DelegationRequested):
+            return []
+        return [(requested, f"delegate {requested.event.target}")]
 
     async def handoff(self, turn_id: str, agent: str, target: str) -> list[RecordedEvent]:
         """The route a ``handoff`` call of the turn set, taken out of the index."""
@@ -423,10 +495,15 @@ class _Links:
 class _Exporter:
     """Emits one session's turns (and what they link to) as spans; counts them."""
 
-    def __init__(self, store: EventStore, tracer: trace.Tracer, links: _Links) -> None:
+    def __init__(
+        self, store: EventStore, tracer: trace.Tracer, links: _Links, derived_ids: bool
+    ) -> None:
         self._store = store
         self._tracer = tracer
         self._links = links
+        #: The provider gives the spans the ids ExportIds derives: a span of another turn's
+        #: trace can be linked to by its ids, since its export gets the same ones.
+        self._derived_ids = derived_ids
         self.spans = 0
         #: The turn id of the trace being exported: every span id is derived from it.
         self._root = ""
@@ -438,13 +515,12 @@ class _Exporter:
         started: RecordedEvent,
         attributes: dict[str, Any],
         kind: SpanKind = SpanKind.INTERNAL,
+        links: list[Link] | None = None,
+        start_time: float | None = None,
     ) -> Span:
         # A root gets an empty context: a span current in the caller is not its parent.
         context = trace.set_span_in_context(parent) if parent is not None else Context()
-        ids = _PlannedIds(
-            trace_id=turn_trace_id(self._root),
-            span_id=_digest(f"clawlog-span:{self._root}:{started.position}:{name}", 8),
-        )
+        ids = _PlannedIds(turn_trace_id(self._root), _span_id(self._root, started, name))
         token = _planned.set(ids)
         try:
             span = self._tracer.start_span(
@@ -452,12 +528,33 @@ class _Exporter:
                 context=context,
                 kind=kind,
                 attributes=attributes,
-                start_time=_ns(started.recorded_at),
+                links=links,
+                start_time=_ns(started.recorded_at if start_time is None else start_time),
             )
         finally:
             _planned.reset(token)
         self.spans += 1
         return span
+
+    async def _announced(self, info: _SessionInfo, turn: _Turn) -> list[Link] | None:
+        """The links of a turn announcing async results: to the spans of the runs (the
+        delegation) it announces, as the live turn has them. Only with derived ids: other
+        ids of those spans are known to nobody."""
+        if not self._derived_ids:
+            return None
+        links = [
+            Link(
+                SpanContext(
+                    trace_id=turn_trace_id(root),
+                    span_id=_span_id(root, started, name),
+                    is_remote=False,
+                    trace_flags=TraceFlags(TraceFlags.SAMPLED),
+                )
+            )
+            for started, name in await self._links.causes(info.agent, turn)
+            if (root := started.correlation_id)
+        ]
+        return links or None
 
     @staticmethod
     def _end(
@@ -506,9 +603,14 @@ class _Exporter:
         channel = started.channel or info.channel
         if channel:
             attributes[otel.CHANNEL] = channel
-        span = self._start(f"invoke_agent {info.agent}", parent, turn.started, attributes)
+        links = await self._announced(info, turn) if parent is None else None
+        span = self._start(
+            f"invoke_agent {info.agent}", parent, turn.started, attributes, links=links
+        )
         for request in turn.requests:
             self._chat(span, request, turn)
+        for before, outcome in turn.summaries:
+            self._summary(span, before, outcome)
         for call in turn.calls:
             await self._call(info, turn, span, call)
         await self._unmatched(info, turn, span)
@@ -544,17 +646,33 @@ class _Exporter:
         # A request never answered (the turn was cancelled) ends with its turn, unpositioned.
         end = request.end or turn.end or request.requested
         match end.event:
-            case ModelReplied(usage=usage, stop_reason=stop_reason):
+            case ModelReplied(usage=usage, stop_reason=stop_reason, model=model, cost_usd=cost):
                 if stop_reason:
                     span.set_attribute(otel.GEN_AI_FINISH, [stop_reason])
-                span.set_attribute(otel.GEN_AI_INPUT_TOKENS, usage.input_tokens)
-                span.set_attribute(otel.GEN_AI_OUTPUT_TOKENS, usage.output_tokens)
+                span.set_attributes(otel.reply_attributes(usage, model, cost))
             case ModelFailed(kind=kind, message=message):
-                exception = {"exception.type": kind, "exception.message": message}
+                exception = {otel.EXCEPTION_TYPE: kind, otel.EXCEPTION_MESSAGE: message}
                 span.add_event("exception", exception, timestamp=_ns(end.recorded_at))
                 span.set_status(Status(StatusCode.ERROR, f"{kind}: {message}"))
-                span.set_attribute(_ERROR_TYPE, kind)
+                span.set_attribute(otel.ERROR_TYPE, kind)
         self._end(span, request.requested, end, position=request.end is not None)
+
+    def _summary(self, turn_span: Span, before: RecordedEvent, outcome: RecordedEvent) -> None:
+        """A summarizer's call (actors.agents.summary_trace): named and filled from its
+        recorded outcome as the live span is; it started ``duration_ms`` before a written
+        summary was recorded (a failure records no duration: it started after ``before``)."""
+        event = outcome.event
+        assert isinstance(event, (SessionCompacted, CompactionFailed))
+        name, attributes = otel.summary_span(event)
+        start = before.recorded_at
+        if isinstance(event, SessionCompacted) and event.duration_ms:
+            start = max(start, outcome.recorded_at - event.duration_ms / 1000)
+        span = self._start(name, turn_span, outcome, attributes, SpanKind.CLIENT, start_time=start)
+        if isinstance(event, CompactionFailed):
+            exception = {otel.EXCEPTION_TYPE: event.kind, otel.EXCEPTION_MESSAGE: event.message}
+            span.add_event("exception", exception, timestamp=_ns(outcome.recorded_at))
+            span.set_status(Status(StatusCode.ERROR, f"{event.kind}: {event.message}"))
+        self._end(span, outcome, outcome)
 
     async def _call(self, info: _SessionInfo, turn: _Turn, turn_span: Span, call: _Call) -> None:
         requested = call.event
@@ -574,8 +692,8 @@ class _Exporter:
                 span.set_status(status)
             if isinstance(ending.event, ToolCallFailed):
                 exception = {
-                    "exception.type": str(ending.event.error_kind),
-                    "exception.message": ending.event.message,
+                    otel.EXCEPTION_TYPE: str(ending.event.error_kind),
+                    otel.EXCEPTION_MESSAGE: ending.event.message,
                 }
                 span.add_event("exception", exception, timestamp=_ns(ending.recorded_at))
         self._end(span, call.requested, ending or call.last)
@@ -590,7 +708,7 @@ class _Exporter:
             return None
         decision = decided.event.decision
         span.add_event(
-            APPROVAL_DECIDED, {APPROVAL_DECISION: decision}, timestamp=_ns(decided.recorded_at)
+            APPROVAL_DECIDED, {otel.APPROVAL_DECISION: decision}, timestamp=_ns(decided.recorded_at)
         )
         if asked is not None:
             wait_ms = max(decided.recorded_at - asked.recorded_at, 0.0) * 1000
@@ -633,15 +751,15 @@ class _Exporter:
             otel.GEN_AI_AGENT: info.agent,
             otel.SUBAGENT_TASK: event.task_id,
             otel.STREAM: stream,
-            _SUBAGENT_MODE: event.mode,
+            otel.SUBAGENT_MODE: event.mode,
         }
         if spawned.correlation_id:
             attributes[otel.CORRELATION] = spawned.correlation_id
-        span = self._start(f"{otel.OPERATION_INVOKE_AGENT} subagent", parent, spawned, attributes)
+        span = self._start(_SUBAGENT_SPAN, parent, spawned, attributes)
         await self.session(_SessionInfo(stream, info.agent, event.task_id), span)
         finished = self._links.finished(event.task_id)
         if finished is not None and isinstance(finished.event, SubagentFinished):
-            span.set_attribute(_SUBAGENT_OUTCOME, finished.event.status)
+            span.set_attribute(otel.SUBAGENT_OUTCOME, finished.event.status)
             if finished.event.status == "failed":
                 span.set_status(Status(StatusCode.ERROR, finished.event.error))
         self._end(span, spawned, finished or spawned)
@@ -660,6 +778,9 @@ class _Exporter:
         span = self._start(f"delegate {event.target}", parent, delegation.requested, attributes)
         target = session_stream(event.target, event.target_session)
         await self.session(_SessionInfo(target, event.target, event.target_session), span)
+        for reviewer, attempt in delegation.reviews:  # the agent gates' review turns
+            key = f"gate-{event.delegation_id}-{attempt}"
+            await self.session(_SessionInfo(session_stream(reviewer, key), reviewer, key), span)
         end = delegation.end
         if end is not None:
             span.set_attribute(otel.DELEGATION_OUTCOME, end.type.removeprefix("delegation."))
@@ -674,8 +795,8 @@ class _Exporter:
         assert isinstance(event, HandoffRouted)
         started = call.first(ToolCallStarted) or call.requested
         attributes: dict[str, Any] = {
-            _HANDOFF_FROM: event.from_agent,
-            _HANDOFF_TO: event.to_agent,
+            otel.HANDOFF_FROM: event.from_agent,
+            otel.HANDOFF_TO: event.to_agent,
             otel.CHANNEL: event.channel,
             otel.SESSION_KEY: event.session_key,
             otel.STREAM: routed.stream,
@@ -705,11 +826,11 @@ class _Exporter:
         span = self._start(f"mcp tools/call {server}", parent, started, attributes, SpanKind.CLIENT)
         match call.last.event:
             case ToolCallFailed(error_kind=kind, message=message):
-                exception = {"exception.type": str(kind), "exception.message": message}
+                exception = {otel.EXCEPTION_TYPE: str(kind), otel.EXCEPTION_MESSAGE: message}
                 span.add_event("exception", exception, timestamp=_ns(call.last.recorded_at))
                 span.set_status(Status(StatusCode.ERROR, message[:500]))
             case ToolCallCompleted(is_error=True):  # the server ran the tool and says it failed
-                span.set_attribute(_ERROR_TYPE, "tool_error")
+                span.set_attribute(otel.ERROR_TYPE, "tool_error")
                 span.set_status(Status(StatusCode.ERROR, "the server reported a tool error"))
         self._end(span, started, call.last, position=False)
 
@@ -751,7 +872,8 @@ async def export_session(
         raise NothingRecorded(await _nothing_recorded(store, agent, stream))
     provider = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
     tracer = provider.get_tracer(otel.SCOPE_NAME, _version())
-    exporter = _Exporter(store, tracer, _Links(store, head[0].position))
+    derived_ids = isinstance(getattr(provider, "id_generator", None), ExportIds)
+    exporter = _Exporter(store, tracer, _Links(store, head[0].position), derived_ids)
     turns = await exporter.session(
         _SessionInfo(stream, agent, session_key), None, first_turn, last_turn
     )

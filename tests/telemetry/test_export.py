@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from clawlog.actors import NothingRecorded, System, TurnCancelledError, TurnFailedError
-from clawlog.actors.agents import AgentConfig
+from clawlog.actors.agents import AgentConfig, QualityGate, SubagentLimits
 from clawlog.actors.errors import ModelError, ModelServerError
 from clawlog.actors.mcp import McpServerConfig, mcp_servers
 from clawlog.actors.providers import ModelReply, ModelRequest, ScriptedModel, calls, reply
@@ -508,6 +508,83 @@ async def test_the_export_is_the_tree_the_live_run_emitted(
     await record_boss(path)
     live = telemetry.spans()
     assert forest(await exported(path, "boss", "u")) == forest(live)
+
+
+def delegates(request: ModelRequest) -> ModelReply:
+    if not any(m.role == "tool" for m in request.messages):
+        return calls([("delegate", {"agent": "worker", "task": "sweep"})], ids=["c-del"])
+    return reply("delegated")
+
+
+async def test_a_gated_delegation_exports_as_the_live_run_emitted_it(
+    tmp_path: Path, telemetry: Telemetry
+) -> None:
+    """The agent gate's review turn is the delegation's child, live and exported."""
+    path = tmp_path / "log.db"
+    gate = QualityGate(type="agent", agent="qa", criteria="swept")
+    async with System.open(path) as system:
+        config = AgentConfig(key="boss", quality_gates=[gate])
+        await system.register_agent(config, ScriptedModel(delegates))
+        await system.register_agent(AgentConfig(key="worker"), ScriptedModel(lambda r: reply("ok")))
+        await system.register_agent(
+            AgentConfig(key="qa"), ScriptedModel(lambda r: reply("APPROVED"))
+        )
+        await system.link_agents("boss", "worker")
+        assert await system.send("boss", "u", "go") == "delegated"
+    live = telemetry.spans()
+    review = "/invoke_agent boss/execute_tool delegate/delegate worker/invoke_agent qa "
+    assert sum(line.startswith(review) for line in forest(live)) == 1
+    assert forest(await exported(path, "boss", "u")) == forest(live)
+
+
+def spawns(request: ModelRequest) -> ModelReply:
+    """The parent spawns a background run and answers; the run answers its task; the
+    announcement turn acknowledges."""
+    last = request.messages[-1]
+    if last.content.startswith("[parent] "):
+        return reply("counted")
+    if "[subagent results" in last.content:
+        return reply("noted")
+    if last.role == "tool":
+        return reply("spawned")
+    return calls([("subagent", {"action": "spawn", "task": "count"})], ids=["c-sp"])
+
+
+async def test_an_announcement_turn_links_to_the_run_it_announces_live_and_exported(
+    tmp_path: Path, telemetry: Telemetry
+) -> None:
+    path = tmp_path / "log.db"
+    async with System.open(path) as system:
+        limits = SubagentLimits(announce_debounce_s=0.05)
+        await system.register_agent(
+            AgentConfig(key="boss", subagents=limits), ScriptedModel(spawns)
+        )
+        assert await system.send("boss", "u", "go") == "spawned"
+        async with system.store.subscribe(1, stream_prefix="session/boss/u") as live:
+            ends = 0
+            async for recorded in live:
+                ends += recorded.type == "session.turn_completed"
+                if ends == 2:  # the spawning turn's, then the announcement's
+                    break
+    live = telemetry.spans()
+    spans = await exported(path, "boss", "u")
+    assert forest(spans) == forest(live)
+
+    def linked(spans: Sequence[ReadableSpan]) -> tuple[int, int]:
+        """(announcement turn's link, the run's span) as positions in the turn order."""
+        turns = sorted(
+            (s for s in spans if s.name == "invoke_agent boss" and s.parent is None),
+            key=lambda s: s.start_time or 0,
+        )
+        run = next(s for s in spans if s.name == "invoke_agent subagent")
+        [link] = turns[1].links
+        assert link.context.trace_id == turns[0].context.trace_id  # the spawning turn's trace
+        return link.context.span_id, run.context.span_id
+
+    live_link, live_run = linked(live)
+    assert live_link == live_run
+    exported_link, exported_run = linked(spans)
+    assert exported_link == exported_run
 
 
 async def test_a_handoff_exports_as_the_live_run_emitted_it(

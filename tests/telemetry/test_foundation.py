@@ -16,6 +16,7 @@ import clawlog
 from clawlog.events import ANY, EventStore, StorageBackend, VersionConflict, open_store
 from clawlog.events import telemetry as otel
 from clawlog.events.domain.session import TurnStarted
+from clawlog.events.metric_queue import HAND_OVER_BATCH, MAX_QUEUED
 from clawlog.projections import ProjectionFailed, ProjectionRunner
 from tests.projections.support import PositionLog, write_turns
 from tests.support.postgres import database_url, fresh_postgres_backend
@@ -119,6 +120,69 @@ async def test_appends_record_their_duration_and_committed_batch_sizes(
     assert 1 <= batches.value <= 26
     if backend == "memory":
         assert batches.value == 26  # no group commit: every append is its batch
+
+
+async def test_measurements_wait_in_the_queue_until_a_reader_collects(
+    telemetry: Telemetry, tmp_path: Path
+) -> None:
+    async with await open_store(tmp_path / "log.db") as store:
+        for i in range(3):
+            await store.append("s/one", [TurnStarted(turn_id=f"t{i}", text="hi")], ANY)
+    meters = otel.instruments()
+    # Taken on the hot path, not yet given to the SDK: the appends paid a deque append.
+    assert len(meters.queued) >= 3 + 1  # three durations, one batch size or more
+    assert telemetry.value("clawlog.store.append.duration") == 3  # the collection drains
+    assert len(meters.queued) == 0
+    assert [p.total for p in telemetry.points("clawlog.store.append.batch_size")] == [3]
+
+
+def test_a_full_queue_is_handed_over_by_the_thread_that_fills_it(telemetry: Telemetry) -> None:
+    meters = otel.instruments()
+    taken = MAX_QUEUED + 10
+    attributes = {otel.METRIC_AGENT: "main", otel.METRIC_OUTCOME: "completed"}
+    for _ in range(taken):
+        meters.add(meters.turns, 1, attributes)
+    assert len(meters.queued) < MAX_QUEUED  # handed over (by this thread or the worker)
+    assert telemetry.value("clawlog.turns", agent="main") == taken
+
+
+def test_a_batch_is_handed_over_by_the_worker_thread(telemetry: Telemetry) -> None:
+    meters = otel.instruments()
+    attributes = {otel.METRIC_AGENT: "main", otel.METRIC_OUTCOME: "completed"}
+    handed_over_on: list[str] = []
+    done = threading.Event()
+
+    def witness(value: float, attributes: object, context: object) -> None:
+        handed_over_on.append(threading.current_thread().name)
+        done.set()
+
+    for _ in range(HAND_OVER_BATCH - 1):
+        meters.add(meters.turns, 1, attributes)
+    meters.queued.put(witness, 0, {})  # the batch's last: wakes the worker
+    assert done.wait(30)
+    assert handed_over_on == ["clawlog-metrics"]
+    assert telemetry.value("clawlog.turns", agent="main") == HAND_OVER_BATCH - 1
+
+
+def test_a_queued_measurement_keeps_the_span_it_was_taken_in_as_exemplar(
+    telemetry: Telemetry,
+) -> None:
+    meters = otel.instruments()
+    attributes = {otel.METRIC_AGENT: "main", otel.METRIC_OUTCOME: "completed"}
+    with otel.tracer().start_as_current_span("turn") as span:
+        meters.record(meters.turn_duration, 0.25, attributes)
+    data = telemetry.reader.get_metrics_data()
+    assert data is not None
+    [point] = [
+        point
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == "clawlog.turn.duration"
+        for point in metric.data.data_points
+    ]
+    assert [e.trace_id for e in point.exemplars] == [span.get_span_context().trace_id]
+    assert [e.span_id for e in point.exemplars] == [span.get_span_context().span_id]
 
 
 async def test_a_refused_append_records_no_duration(telemetry: Telemetry, tmp_path: Path) -> None:

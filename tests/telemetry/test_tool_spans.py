@@ -22,7 +22,9 @@ from clawlog.events import Event, open_store
 from clawlog.events.domain.tool import ToolCallCompleted, ToolCallFailed, ToolCallRefused
 from clawlog.events.streams import session_stream
 from clawlog.events.telemetry import (
+    APPROVAL_DECISION,
     APPROVAL_WAIT,
+    ERROR_TYPE,
     GEN_AI_OPERATION,
     GEN_AI_TOOL,
     GEN_AI_TOOL_CALL,
@@ -43,13 +45,7 @@ from clawlog.tools import (
     ToolPolicy,
     ToolRegistry,
 )
-from clawlog.tools.call_telemetry import (
-    APPROVAL_DECIDED,
-    APPROVAL_DECISION,
-    APPROVAL_REQUESTED,
-    ERROR_TYPE,
-    call_outcome,
-)
+from clawlog.tools.call_telemetry import APPROVAL_DECIDED, APPROVAL_REQUESTED, call_outcome
 from clawlog.tools.decisions import ApprovalRequest, NeedsApproval, Ready
 from clawlog.tools.driver import RecordingSink, StoreSink, run_tool_call
 from clawlog.tools.loops import LoopDetector
