@@ -35,6 +35,7 @@ from .errors import (
     InvalidSchema,
     NotAuthorized,
     PolicyError,
+    PolicyFileError,
     ProtectedName,
     RateLimited,
     RegistryError,
@@ -47,17 +48,22 @@ from .errors import (
 from .groups import PROFILES, TOOL_GROUPS
 from .loops import LoopDetectionConfig
 from .pipeline import ToolPipeline
-from .policy import POLICY_STEPS
+from .policy import POLICY_STEPS, policy_digest
 from .policy_config import PolicyConfig, ProviderToolPolicy, ToolPolicy
-from .ratelimit import RateLimitConfig
+from .policy_file import PolicyFile, load_policy_file
+from .ratelimit import SUGGESTED_USER_TOOL_WINDOWS, RateLimitConfig, Window
 from .registry import PROTECTED_NAMES, ToolDefinition, ToolRegistry
 from .result import ErrorKind, ToolResult
 from .scrub import Scrubber, ScrubPattern
+from .side_effects import SIDE_EFFECTS, SideEffects, idempotency_key, side_effects_of
+from .what_if import CallChange, PolicyWhatIf, WhatIfReport, WhatIfTotals, what_if
 
 __all__ = [
     "POLICY_STEPS",
     "PROFILES",
     "PROTECTED_NAMES",
+    "SIDE_EFFECTS",
+    "SUGGESTED_USER_TOOL_WINDOWS",
     "TOOL_GROUPS",
     "AllowlistEntry",
     "ApprovalConfig",
@@ -66,6 +72,7 @@ __all__ = [
     "ApprovalRequest",
     "ArgumentError",
     "BaseTool",
+    "CallChange",
     "Decision",
     "DuplicateTool",
     "ErrorKind",
@@ -81,6 +88,9 @@ __all__ = [
     "Outcome",
     "PolicyConfig",
     "PolicyError",
+    "PolicyFile",
+    "PolicyFileError",
+    "PolicyWhatIf",
     "ProtectedName",
     "ProviderToolPolicy",
     "RateLimitConfig",
@@ -92,6 +102,7 @@ __all__ = [
     "SandboxError",
     "ScrubPattern",
     "Scrubber",
+    "SideEffects",
     "StoreSink",
     "Tool",
     "ToolCallError",
@@ -106,7 +117,15 @@ __all__ = [
     "ToolResult",
     "ToolTimeout",
     "UnknownTool",
+    "WhatIfReport",
+    "WhatIfTotals",
+    "Window",
     "builtin_tools",
+    "idempotency_key",
+    "load_policy_file",
     "match_deny_pattern",
+    "policy_digest",
     "run_tool_call",
+    "side_effects_of",
+    "what_if",
 ]

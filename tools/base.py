@@ -1,4 +1,9 @@
-"""The Tool protocol (seed 004 §2, seed 002 §1) and two ways to implement it."""
+"""The Tool protocol (seed 004 §2, seed 002 §1) and two ways to implement it.
+
+Besides the protocol's members a tool may declare its side effects (``side_effects``,
+and ``side_effects_for(args)`` when the arguments decide): what running a call again
+after a restart would do (:mod:`.side_effects`). They are optional, so a tool written
+before them keeps working, and counts as ``external`` (never run twice)."""
 
 from __future__ import annotations
 
@@ -9,8 +14,9 @@ from clawlog.events.domain.tool import ToolDomain
 
 from .context import ToolContext
 from .result import ToolResult
+from .side_effects import SideEffects, check_side_effects
 
-__all__ = ["BaseTool", "FunctionTool", "Tool", "ToolDomain"]
+__all__ = ["BaseTool", "FunctionTool", "SideEffects", "Tool", "ToolDomain"]
 
 DEFAULT_TIMEOUT_S = 60.0
 EMPTY_OBJECT_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
@@ -24,6 +30,9 @@ class Tool(Protocol):
     ``execute`` returns a :class:`ToolResult` or raises a :class:`tools.ToolCallError`
     whose message tells the model what to do differently. It may assume ``args`` passed
     the JSON Schema in ``parameters`` (defaults filled in).
+
+    Optional (read by :func:`tools.side_effects.side_effects_of`; ``external`` without
+    them): ``side_effects: SideEffects`` and ``side_effects_for(args) -> SideEffects``.
     """
 
     @property
@@ -84,9 +93,20 @@ class BaseTool:
     owner_only: ClassVar[bool] = False
     requires_sanitization: ClassVar[bool] = True
     requires_approval: ClassVar[bool] = False
+    #: What running a call again would do; ``external`` (the safe default): never twice.
+    side_effects: ClassVar[SideEffects] = "external"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        check_side_effects(cls.side_effects, getattr(cls, "name", cls.__name__))
 
     def requires_approval_for(self, args: Mapping[str, Any]) -> bool:
         return False
+
+    def side_effects_for(self, args: Mapping[str, Any]) -> SideEffects:
+        """What running again a call with these arguments would do; override when the
+        arguments decide (an HTTP method)."""
+        return self.side_effects
 
     async def execute(self, ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         raise NotImplementedError
@@ -115,7 +135,12 @@ class FunctionTool:
         requires_sanitization: bool = True,
         requires_approval: bool = False,
         approval_for: Callable[[Mapping[str, Any]], bool] | None = None,
+        side_effects: SideEffects = "external",
     ) -> None:
+        """``side_effects``: ``none`` when the handler only reads, ``idempotent`` when
+        it dedupes on ``ctx.idempotency_key`` (or repeats harmlessly); ValueError for
+        another value."""
+        self.side_effects: SideEffects = check_side_effects(side_effects, name)
         self.name = name
         self.description = description or name
         self.parameters = parameters

@@ -41,6 +41,10 @@ class ToolContext(msgspec.Struct, frozen=True, kw_only=True):
     #: A per-request allow list (channel metadata, e.g. a forum topic): the final
     #: intersection of the policy. None: no restriction; empty: no tool at all.
     request_allow: tuple[str, ...] | None = None
+    #: The key of this call, stable across a restart (``tools.side_effects``): a tool
+    #: whose effect is outside clawlog dedupes on it. Set for every call the pipeline runs
+    #: (from the agent, session key, correlation id and call id) unless the caller set it.
+    idempotency_key: str = ""
     #: Ports to the rest of the system (spawn, delegate, handoff…), by name. Tools reach
     #: actors only through these (DESIGN: ``tools`` never imports ``actors``).
     ports: dict[str, Any] = msgspec.field(default_factory=dict)

@@ -81,6 +81,11 @@ async def run_tool_call(
 
     Without an ``approver`` a call that needs approval is denied. An approver that does
     not answer within the request's timeout counts as ``timeout`` (= deny).
+
+    The tool runs with the idempotency key of ``ctx`` and ``call_id``
+    (:func:`tools.side_effects.idempotency_key`): to run a call again with the same key
+    (after a crash), pass the same ``call_id`` and correlation id. Without a ``call_id``
+    a random one is drawn, and so is the key.
     """
     call_id = call_id or uuid.uuid4().hex
     try:

@@ -83,6 +83,8 @@ ToolError
  │    └── UnknownTool
  ├── InvalidSchema            a tool's parameters schema is not a valid JSON Schema
  ├── PolicyError              a policy configuration that cannot be applied
+ │    └── PolicyFileError     a policy file that cannot be read (``tools.policy_file``);
+ │                            ``path`` names it (also a ValueError)
  ├── WebSearchConfigError     a search provider that cannot be set up: no API key, a bad
  │                            base URL (also a ValueError)
  └── ApprovalError            an approval answer that cannot be applied
@@ -122,6 +124,7 @@ __all__ = [
     "PathRefused",
     "PathTraversal",
     "PolicyError",
+    "PolicyFileError",
     "ProcessFinished",
     "ProcessLimit",
     "ProtectedName",
@@ -230,6 +233,16 @@ class InvalidSchema(ToolError):
 
 class PolicyError(ToolError):
     pass
+
+
+class PolicyFileError(PolicyError, ValueError):
+    """A policy file that cannot be read: missing, not TOML or JSON, or a value of the
+    wrong shape (the message names the key and what to write instead)."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"policy file {path}: {problem}")
+        self.path = path
+        self.problem = problem
 
 
 class ApprovalError(ToolError):

@@ -1,4 +1,7 @@
-"""Executing a planned call, and the events that bracket it."""
+"""Executing a planned call, and the events that bracket it.
+
+The tool runs with its call's idempotency key in its context (:func:`keyed_context`),
+and ``tool.call_started`` records the same key."""
 
 from __future__ import annotations
 
@@ -24,9 +27,12 @@ from .decisions import Outcome, ToolPlan
 from .errors import ToolCallError
 from .finish import ResultFinisher
 from .result import ErrorKind, ToolResult
+from .side_effects import idempotency_key
 
 __all__ = [
+    "call_key",
     "interrupted_event",
+    "keyed_context",
     "outcome_event",
     "parse_arguments",
     "plain",
@@ -45,7 +51,7 @@ async def run_plan(plan: ToolPlan, finisher: ResultFinisher, span: Span | None =
     tool, started = plan.tool, time.perf_counter()
     try:
         async with asyncio.timeout(tool.timeout):
-            raw = await tool.execute(plan.ctx, dict(plan.args))
+            raw = await tool.execute(keyed_context(plan), dict(plan.args))
         if not isinstance(raw, ToolResult):
             raw = ToolResult.text(str(raw))
     except TimeoutError as exc:
@@ -105,14 +111,32 @@ def outcome_event(plan: ToolPlan, result: ToolResult, duration_ms: float) -> Eve
     )
 
 
+def call_key(ctx: ToolContext, call_id: str) -> str:
+    """The idempotency key of call ``call_id`` made from ``ctx``: the one the caller set,
+    else derived (:func:`tools.side_effects.idempotency_key`)."""
+    return ctx.idempotency_key or idempotency_key(
+        ctx.agent, ctx.session_key, ctx.correlation_id, call_id
+    )
+
+
+def keyed_context(plan: ToolPlan) -> ToolContext:
+    """The context the tool runs with: the plan's, with the call's idempotency key."""
+    ctx = plan.ctx
+    if ctx.idempotency_key:
+        return ctx
+    return msgspec.structs.replace(ctx, idempotency_key=call_key(ctx, plan.call_id))
+
+
 def started_event(plan: ToolPlan) -> ToolCallStarted:
+    ctx = plan.ctx
     return ToolCallStarted(
         call_id=plan.call_id,
         tool=plan.name,
-        agent=plan.ctx.agent,
-        session_key=plan.ctx.session_key,
+        agent=ctx.agent,
+        session_key=ctx.session_key,
         domain=plan.tool.domain,
         timeout_s=plan.tool.timeout,
+        idempotency_key=call_key(ctx, plan.call_id),
     )
 
 

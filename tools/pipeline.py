@@ -9,6 +9,17 @@ the caller appends them (one writer per stream) and folds them back with :meth:`
 ``tool.call_started`` is part of :class:`Ready`'s events (from ``begin`` or
 ``decide_approval``): append it before submitting ``execute(plan)``.
 
+Every decided call records its verdict (:mod:`.verdict`): the deciding step, its rule and
+the digest of the effective policy, on the ``tool.call_refused`` or ``tool.call_started``
+that goes in the same append as the call's other events, and the facts the steps read on
+its ``tool.call_requested``. The arguments are validated before the policy step runs (it
+still refuses first), so that the facts say whether they were valid.
+
+A call a person approved that is met again before it ended (run again with the same call
+id after a restart: ``actors.agents.resume_calls``) is not asked about again: the approval
+step takes the recorded answer (:mod:`.approved_calls`), and the verdict on its
+``tool.call_started`` says "allow-once by ops, before a restart".
+
 Each call is an ``execute_tool {tool}`` span (:mod:`.call_telemetry`): it starts in
 ``begin`` under the current context, is current while ``execute`` runs the tool, and ends
 when the call's ending event comes back through :meth:`ToolPipeline.apply`.
@@ -25,6 +36,7 @@ from opentelemetry import trace
 
 from clawlog.events import Event
 from clawlog.events.domain.tool import (
+    AllowedStep,
     AllowlistMatch,
     ApprovalOutcome,
     ToolAllowlistChanged,
@@ -41,6 +53,7 @@ from .approvals import (
     PendingApproval,
     evaluate_approval,
 )
+from .approved_calls import ApprovedCalls
 from .base import Tool
 from .call_telemetry import CallTelemetry
 from .context import ToolContext
@@ -55,12 +68,13 @@ from .execution import (
 )
 from .finish import DEFAULT_MAX_RESULT_CHARS, ResultFinisher
 from .loops import LoopDetector
-from .policy import PolicyEngine, PolicyExplanation
+from .policy import PolicyDecision, PolicyEngine, PolicyExplanation
 from .ratelimit import RateLimiter
 from .refusal import Refuser
 from .registry import ToolDefinition, ToolRegistry
 from .result import ErrorKind
 from .scrub import Scrubber
+from .verdict import PolicyDigests, allowed_verdict, call_facts
 
 __all__ = ["ToolPipeline"]
 
@@ -68,8 +82,8 @@ __all__ = ["ToolPipeline"]
 class ToolPipeline:
     """Decides, runs and records tool calls for the sessions of one agent (or many).
 
-    Every collaborator is optional; the defaults follow the seeds (per-user limits 60/min
-    and 1000/h, loop thresholds 10/20/30, approvals security=full ask=on-miss 120 s).
+    Every collaborator is optional; the defaults follow the seeds (no rate limit unless
+    configured, loop thresholds 10/20/30, approvals security=full ask=on-miss 120 s).
     """
 
     def __init__(
@@ -91,9 +105,12 @@ class ToolPipeline:
         self.rate_limiter = rate_limiter or RateLimiter()
         self.loop_detector = loop_detector or LoopDetector()
         self.approvals = approvals or ApprovalState()
+        #: A person's answers to calls not ended: a re-run after a restart asks no one.
+        self.approved = ApprovedCalls()
         self.approval_config = approval_config or ApprovalConfig()
         self.finisher = ResultFinisher(self.scrubber, max_chars=max_result_chars)
         self.telemetry = CallTelemetry()
+        self.digests = PolicyDigests()
         self._clock = clock
 
     # -- what a caller may use ----------------------------------------------------------
@@ -124,45 +141,41 @@ class ToolPipeline:
     def _decide(
         self, ctx: ToolContext, call_id: str, name: str, args: Mapping[str, Any] | str | None
     ) -> Decision:
-        parsed, raw_error = parse_arguments(args)
-        requested = ToolCallRequested(
-            call_id=call_id,
-            tool=name,
-            agent=ctx.agent,
-            session_key=ctx.session_key,
-            arguments=self.scrubber.scrub_value(plain(parsed)) if parsed is not None else {},
-            raw_arguments=self.scrubber.scrub(args)[:2000] if isinstance(args, str) else "",
-            user=ctx.user,
-            depth=ctx.depth,
-        )
-        refuse = Refuser(ctx, call_id, name, requested)
+        parsed, problem = parse_arguments(args)
+        # As sent, taken before validation: a validator fills in defaults in place.
+        sent = plain(parsed) if parsed is not None else None
         tool = self.registry.get(name)
+        valid: dict[str, Any] | None = None
+        if tool is not None and parsed is not None:
+            try:
+                valid = self.registry.validator(name)(parsed)
+            except ArgumentError as exc:
+                problem = self.scrubber.scrub(str(exc))
+        requested = self._requested(ctx, call_id, name, args, sent, tool, valid)
+        refuse = Refuser(ctx, call_id, name, requested, self.policy_digest(ctx.agent))
         if tool is None:
             return refuse(
                 "resolve", ErrorKind.NOT_AUTHORIZED, "unknown tool", self._unknown_tool(name, ctx)
             )
-        if not self.policy.is_allowed(tool, ctx):
-            why = self.policy.explain(tool, ctx)
+        policy = self.policy.decide(name, ctx, group=tool.group, owner_only=tool.owner_only)
+        if not policy.allowed:
             return refuse(
                 "policy",
                 ErrorKind.NOT_AUTHORIZED,
-                f"removed by the policy step {why.decided_by}",
-                f"The tool {name!r} is not available to you here ({why.decided_by}: "
-                f"{why.decided_rule}). Use one of the tools you were given instead.",
-                rule=f"{why.decided_by}: {why.decided_rule}",
+                f"removed by the policy step {policy.decided_by}",
+                f"The tool {name!r} is not available to you here ({policy.decided_by}: "
+                f"{policy.rule}). Use one of the tools you were given instead.",
+                rule=f"{policy.decided_by}: {policy.rule}",
             )
         if parsed is None:
             return refuse(
                 "validation",
                 ErrorKind.INVALID_PARAMETERS,
-                raw_error,
-                f"Invalid arguments for {name}: {raw_error}. Send the arguments as one JSON "
+                problem,
+                f"Invalid arguments for {name}: {problem}. Send the arguments as one JSON "
                 "object matching the tool's parameters.",
             )
-        try:
-            valid = self.registry.validator(name)(parsed)
-        except ArgumentError as exc:
-            problem = self.scrubber.scrub(str(exc))
+        if valid is None:
             return refuse(
                 "validation",
                 ErrorKind.INVALID_PARAMETERS,
@@ -181,7 +194,44 @@ class ToolPipeline:
                 retry_after=limit.retry_after,
                 rule=f"{limit.scope} {limit.window}",
             )
-        return self._after_rate_limit(ctx, call_id, tool, valid, requested, refuse)
+        return self._after_rate_limit(ctx, call_id, tool, valid, requested, refuse, policy)
+
+    def _requested(
+        self,
+        ctx: ToolContext,
+        call_id: str,
+        name: str,
+        args: Mapping[str, Any] | str | None,
+        sent: dict[str, Any] | None,
+        tool: Tool | None,
+        valid: dict[str, Any] | None,
+    ) -> ToolCallRequested:
+        """The call's first event: the arguments as sent (scrubbed; ``sent`` is None when
+        they did not parse) and, for a known tool, the facts the deciding steps read."""
+        scrubbed = self.scrubber.scrub_value(sent) if sent is not None else {}
+        sent = sent if sent is not None else {}
+        facts = None
+        if tool is not None:
+            redacted = scrubbed != sent
+            facts = call_facts(
+                ctx, tool, valid, arguments_redacted=redacted, scrubber=self.scrubber
+            )
+        return ToolCallRequested(
+            call_id=call_id,
+            tool=name,
+            agent=ctx.agent,
+            session_key=ctx.session_key,
+            arguments=scrubbed,
+            raw_arguments=self.scrubber.scrub(args)[:2000] if isinstance(args, str) else "",
+            user=ctx.user,
+            depth=ctx.depth,
+            facts=facts,
+        )
+
+    def policy_digest(self, agent: str) -> str:
+        """The digest of the policy and approvals config deciding ``agent``'s calls
+        (:func:`tools.policy_digest`), as its calls' verdicts record it."""
+        return self.digests.of(self.policy, self.approval_config, agent)
 
     def _after_rate_limit(
         self,
@@ -191,6 +241,7 @@ class ToolPipeline:
         args: dict[str, Any],
         requested: ToolCallRequested,
         refuse: Refuser,
+        policy: PolicyDecision,
     ) -> Decision:
         loop = self.loop_detector.check(ctx.session_id, call_id, tool.name, args)
         if loop.level in ("critical", "circuit_breaker"):
@@ -227,9 +278,27 @@ class ToolPipeline:
             return Refused(
                 events=[*events, *refused.events[1:]], result=refused.result, step="approval"
             )
+        earlier = self.approved.get(ctx.session_key, call_id)
+        if earlier is not None:  # run again after a restart: the person answered already
+            by = earlier.by or "the approver"
+            rule = f"{earlier.decision} by {by}, before a restart"
+            started = self._started(plan, "approval", rule, earlier.by)
+            return Ready(events=[*events, started], plan=plan)
         if verdict.action == "ask":
             return self._ask(plan, events, verdict.reason, verdict.pattern, verdict.allow_always)
-        return Ready(events=[*events, started_event(plan)], plan=plan)
+        step, rule = allowed_verdict(policy, verdict)
+        started = self._started(plan, step, rule)
+        return Ready(events=[*events, started], plan=plan)
+
+    def _started(self, plan: ToolPlan, step: AllowedStep, rule: str, by: str = "") -> Event:
+        """``tool.call_started`` with the verdict that let the call run."""
+        return msgspec.structs.replace(
+            started_event(plan),
+            step=step,
+            rule=rule,
+            approved_by=by,
+            policy_digest=self.policy_digest(plan.ctx.agent),
+        )
 
     def _ask(
         self, plan: ToolPlan, events: list[Event], reason: str, pattern: str, allow_always: bool
@@ -283,7 +352,7 @@ class ToolPipeline:
             agent=ctx.agent,
             session_key=ctx.session_key,
         )
-        refuse = Refuser(ctx, plan.call_id, plan.name, decided)
+        refuse = Refuser(ctx, plan.call_id, plan.name, decided, self.policy_digest(ctx.agent))
         if decision == "deny":
             return refuse(
                 "approval",
@@ -325,7 +394,7 @@ class ToolPipeline:
                     call_id=plan.call_id,
                 )
             )
-        events.append(started_event(plan))
+        events.append(self._started(plan, "approval", f"{decision} by {by or 'the approver'}", by))
         return Ready(events=events, plan=plan)
 
     def restore_approval(
@@ -343,7 +412,8 @@ class ToolPipeline:
                 agent=ctx.agent,
                 session_key=ctx.session_key,
             )
-            return Refuser(ctx, pending.call_id, pending.tool, decided)(
+            digest = self.policy_digest(ctx.agent)
+            return Refuser(ctx, pending.call_id, pending.tool, decided, digest)(
                 "approval",
                 ErrorKind.NOT_AUTHORIZED,
                 "the tool is no longer registered",
@@ -418,6 +488,7 @@ class ToolPipeline:
         """Fold an appended (or replayed) event into the approval state; an event ending a
         call in flight ends its span, with the event's log ``position`` when known."""
         self.approvals.apply(event)
+        self.approved.apply(event)
         self.telemetry.ended(event, position)
 
     def reset_loops(self, ctx: ToolContext) -> None:

@@ -16,23 +16,38 @@ Each configured step intersects. Then ``deny`` (global, incl. provider) and
 ``subagent_deny`` and, at the maximum depth, ``leaf_deny``; ``owner_only`` tools are
 removed unless the sender is the owner; the user's ``allowedTools`` (seed 003) and the
 per-request allow list are final intersections.
+
+:func:`policy_digest` names an effective configuration by a stable hash: every decided
+call records the digest of the policy that decided it (``tool.call_refused``,
+``tool.call_started``), so an audit can tell which configuration was in force.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 from collections.abc import Iterable, Sequence
-from typing import Literal, NamedTuple, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 import msgspec
 
+from .approvals import ApprovalConfig
 from .base import Tool
 from .context import ToolContext
 from .errors import PolicyError
-from .groups import PROFILES, canonical_group, groups_of
+from .groups import PROFILES, TOOL_GROUPS, canonical_group, groups_of
 from .policy_config import PolicyConfig, ToolPolicy
 
-__all__ = ["POLICY_STEPS", "PolicyEngine", "PolicyExplanation", "PolicyStep", "PolicyStepTrace"]
+__all__ = [
+    "DIGEST_VERSION",
+    "POLICY_STEPS",
+    "PolicyDecision",
+    "PolicyEngine",
+    "PolicyExplanation",
+    "PolicyStep",
+    "PolicyStepTrace",
+    "policy_digest",
+]
 
 #: The policy steps, in the order they run.
 PolicyStep = Literal[
@@ -82,6 +97,15 @@ class PolicyExplanation(msgspec.Struct, frozen=True, kw_only=True):
         lines = [self.summary()]
         lines += [f"  {t.step:<22} {t.effect:<8} {t.rule}" for t in self.steps]
         return "\n".join(lines)
+
+
+class PolicyDecision(NamedTuple):
+    """The policy's verdict on one call: allowed or not, and the last step that removed or
+    added the tool with its rule (``""`` when no step did)."""
+
+    allowed: bool
+    decided_by: PolicyStep | Literal[""]
+    rule: str
 
 
 class _Matcher:
@@ -145,6 +169,13 @@ class PolicyEngine:
     def is_allowed(self, tool: Tool | str, ctx: ToolContext) -> bool:
         return self._evaluate(tool, ctx, None)[0]
 
+    def decide(
+        self, name: str, ctx: ToolContext, *, group: str = "", owner_only: bool = False
+    ) -> PolicyDecision:
+        """The verdict on a tool known by its name, policy ``group`` and owner-only flag
+        (what a recorded call keeps of its tool: ``tools.what_if``), without a trace."""
+        return PolicyDecision(*self._evaluate_named(name, group, owner_only, ctx, None))
+
     def explain(self, tool: Tool | str, ctx: ToolContext) -> PolicyExplanation:
         """Every step's verdict on ``tool`` for ``ctx``: which one kept or removed it."""
         trace: list[PolicyStepTrace] = []
@@ -162,9 +193,18 @@ class PolicyEngine:
     def _evaluate(
         self, tool: Tool | str, ctx: ToolContext, trace: list[PolicyStepTrace] | None
     ) -> tuple[bool, PolicyStep | Literal[""], str]:
-        name, own_group, owner_flag = (
-            (tool, "", False) if isinstance(tool, str) else (tool.name, tool.group, tool.owner_only)
-        )
+        if isinstance(tool, str):
+            return self._evaluate_named(tool, "", False, ctx, trace)
+        return self._evaluate_named(tool.name, tool.group, tool.owner_only, ctx, trace)
+
+    def _evaluate_named(
+        self,
+        name: str,
+        own_group: str,
+        owner_flag: bool,
+        ctx: ToolContext,
+        trace: list[PolicyStepTrace] | None,
+    ) -> tuple[bool, PolicyStep | Literal[""], str]:
         groups = groups_of(name, own_group)
         compiled = self._compiled(ctx.agent, ctx.provider)
         run = _Run(name, groups, trace)
@@ -323,3 +363,72 @@ def _opt(entries: list[str] | None, source: str) -> _Matcher | None:
 
 def _opt_nonempty(entries: list[str], source: str) -> _Matcher | None:
     return _Matcher(entries, source) if entries else None
+
+
+#: Raised when what goes into :func:`policy_digest` changes: the same configuration then
+#: gets a new digest (the version is part of the hashed document).
+DIGEST_VERSION = 1
+
+
+def policy_digest(
+    config: PolicyConfig, approvals: ApprovalConfig | None = None, *, agent: str | None = None
+) -> str:
+    """A stable hash naming the effective configuration that decides tool calls: 32 hex
+    digits (128 bits of SHA-256). The same configuration gives the same digest in every
+    process, after every restart, on every machine.
+
+    What goes in, as one canonical JSON document (keys sorted, every field with its
+    default written out, so a configuration spelled with or without defaults is the
+    same): :data:`DIGEST_VERSION`; the global ``tools`` section; with ``agent``, only that
+    agent's section (its own lists, ``ToolPolicy()`` if it has none), else every agent's;
+    ``chat_groups``, ``subagent_deny``, ``leaf_deny``, ``owner_only`` and ``users``; the
+    members of every profile and tool group the configuration names (clawlog's tables,
+    so an upgrade that changes a profile changes the digest); and ``approvals`` (every
+    field of the :class:`ApprovalConfig`, or null). Not in it: the approvals allowlist
+    (it is in the log, as ``tool.allowlist_changed``), rate limits and loop detection
+    (live counters), and the tools themselves (their groups and flags are recorded with
+    each call, in ``tool.call_requested.facts``).
+    """
+    agents = {agent: config.agents.get(agent, ToolPolicy())} if agent is not None else config.agents
+    document: dict[str, Any] = {
+        "version": DIGEST_VERSION,
+        "tools": _written_out(config.tools),
+        "agents": {key: _written_out(policy) for key, policy in agents.items()},
+        "chat_groups": config.chat_groups,
+        "subagent_deny": config.subagent_deny,
+        "leaf_deny": config.leaf_deny,
+        "owner_only": config.owner_only,
+        "users": config.users,
+        "approvals": None if approvals is None else _written_out(approvals),
+    }
+    sections = (config.tools, *agents.values())
+    used = [p.profile for p in sections]
+    used += [p.profile for section in sections for p in section.by_provider.values()]
+    named = sorted({p for p in used if p is not None})
+    document["profiles"] = {name: PROFILES.get(name) for name in named}
+    groups = sorted(g for g in _groups_named(document) if g in TOOL_GROUPS)
+    document["groups"] = {name: sorted(TOOL_GROUPS[name]) for name in groups}
+    encoded = msgspec.json.encode(document, order="sorted")
+    return hashlib.sha256(encoded).hexdigest()[:32]
+
+
+def _written_out(value: Any) -> Any:
+    """``value`` as plain data with every field of every Struct, defaults included."""
+    if isinstance(value, msgspec.Struct):
+        return {f: _written_out(getattr(value, f)) for f in value.__struct_fields__}
+    if isinstance(value, dict):
+        return {str(k): _written_out(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_written_out(v) for v in value]
+    return value
+
+
+def _groups_named(value: Any) -> set[str]:
+    """Every ``group:{name}`` entry anywhere in ``value`` (canonical names)."""
+    if isinstance(value, str):
+        return {canonical_group(value[6:])} if value.startswith("group:") else set()
+    if isinstance(value, dict):
+        return {g for v in value.values() for g in _groups_named(v)}
+    if isinstance(value, list | tuple):
+        return {g for v in value for g in _groups_named(v)}
+    return set()

@@ -23,10 +23,14 @@ _log = get_logger(__name__)
 class Refuser:
     """Builds the Refused decision of one call: the events so far plus the refusal."""
 
-    __slots__ = ("call_id", "ctx", "first", "name")
+    __slots__ = ("call_id", "ctx", "first", "name", "policy_digest")
 
-    def __init__(self, ctx: ToolContext, call_id: str, name: str, first: Event) -> None:
+    def __init__(
+        self, ctx: ToolContext, call_id: str, name: str, first: Event, policy_digest: str = ""
+    ) -> None:
         self.ctx, self.call_id, self.name, self.first = ctx, call_id, name, first
+        #: The effective policy that decides (``tools.policy_digest``), for the verdict.
+        self.policy_digest = policy_digest
 
     def __call__(
         self,
@@ -59,6 +63,7 @@ class Refuser:
             session_key=self.ctx.session_key,
             retry_after=retry_after,
             rule=rule,
+            policy_digest=self.policy_digest,
         )
         result = ToolResult.error(kind, for_llm, step=step)
         return Refused(events=[self.first, refused], result=result, step=step)

@@ -3,6 +3,9 @@
 ``handoff/{channel}/{chat}`` holds the route's history. ``System.send`` asks the route
 before normal routing, so after ``handoff(agent=...)`` later messages on that channel and
 chat go to the target; ``handoff(action="clear")`` hands back. Idle routes passivate.
+
+Lineage: ``handoff.routed`` is caused by the handoff tool call that asked (correlated with
+the caller's turn), and the target's introduction turn is caused by that call too.
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ class SetRoute(Request[int], frozen=True, kw_only=True):
     to_agent: str
     reason: str = ""
     session_key: str = ""
+    #: The handoff tool call that asks (the route change's causation).
+    call_id: str = ""
 
 
 class ClearRoute(Request["str | None"], frozen=True, kw_only=True):
@@ -98,9 +103,11 @@ class HandoffRoute(EventSourcedActor[RouteState]):
                             to_agent=message.to_agent,
                             reason=message.reason,
                             session_key=message.session_key,
+                            call_id=message.call_id,
                         )
                     ],
                     correlation_id=message.correlation_id,
+                    causation_id=message.call_id or None,
                 )
                 return recorded[0].position
             case ClearRoute():

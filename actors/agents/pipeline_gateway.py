@@ -38,6 +38,8 @@ from clawlog.tools import (
 from clawlog.tools.decisions import NeedsApproval, Ready, Refused
 from clawlog.tools.finish import DEFAULT_MAX_RESULT_CHARS
 from clawlog.tools.policy import PolicyEngine
+from clawlog.tools.ratelimit import RateLimiter
+from clawlog.tools.side_effects import SideEffects, call_side_effects
 
 from ..errors import Rejected
 from ..providers.base import ToolSpec
@@ -117,9 +119,11 @@ class PipelineGateway:
     ) -> None:
         self.config = config
         self.services = services or {}
+        limits = config.rate_limits  # None: no limit (tools.ratelimit)
         self.pipeline = pipeline or ToolPipeline(
             ToolRegistry(tools),
             policy=PolicyEngine(policy_for(config, policy)),
+            rate_limiter=RateLimiter(limits) if limits is not None else None,
             approval_config=approvals,
             max_result_chars=max_result_chars,
         )
@@ -167,11 +171,21 @@ class PipelineGateway:
     def interrupted(self, ctx: CallerContext, call_id: str, name: str, reason: str) -> list[Event]:
         return self.pipeline.interrupted(self.context(ctx), call_id, name, reason)
 
+    def side_effects(self, call: ToolCall) -> SideEffects:
+        """What running the recorded ``call`` again would do (``external`` when its tool
+        is gone): the resume of a restarted turn asks (actors.agents.resume_calls)."""
+        return call_side_effects(self.pipeline.registry, call.name, call.arguments)
+
     def read_event(
         self, event: Event, position: int | None = None
     ) -> tuple[str, ChatMessage | None, str] | None:
         if isinstance(event, _PIPELINE_EVENTS):  # an ending event also ends the call's span
             self.pipeline.apply(event, position)
+        return self.peek_event(event)
+
+    def peek_event(self, event: Event) -> tuple[str, ChatMessage | None, str] | None:
+        """:meth:`read_event` without folding ``event`` into the pipeline (approvals, the
+        call's span): for an event staged, not appended yet (actors.agents.staged_append)."""
         match event:
             case ToolCallCompleted():
                 return (

@@ -12,6 +12,8 @@ from clawlog.events.streams import agent_stream, handoff_stream
 from clawlog.events.telemetry import (
     CHANNEL,
     CORRELATION,
+    HANDOFF_FROM,
+    HANDOFF_TO,
     POSITION,
     SESSION_KEY,
     STREAM,
@@ -36,10 +38,6 @@ if TYPE_CHECKING:
     from ..runtime import ActorHandle, Runtime
 
 __all__ = ["AgentPorts"]
-
-#: On a ``handoff {to_agent}`` span: who handed the conversation to whom.
-_HANDOFF_FROM = "clawlog.handoff.from"
-_HANDOFF_TO = "clawlog.handoff.to"
 
 
 class AgentPorts:
@@ -66,6 +64,7 @@ class AgentPorts:
             task=task,
             label=label,
             mode="sync" if wait else "async",
+            call_id=ctx.call_id,
             correlation_id=ctx.correlation_id or None,
             trace_context=context_carrier(),  # the run's span is the tool call's child
         )
@@ -101,8 +100,8 @@ class AgentPorts:
         if not ctx.channel or not ctx.chat_id:
             raise ValueError("handoff needs a conversation on a channel and chat")
         attributes = {
-            _HANDOFF_FROM: ctx.agent,
-            _HANDOFF_TO: target,
+            HANDOFF_FROM: ctx.agent,
+            HANDOFF_TO: target,
             CHANNEL: ctx.channel,
             SESSION_KEY: ctx.session_key,
             STREAM: handoff_stream(ctx.channel, ctx.chat_id),
@@ -119,6 +118,7 @@ class AgentPorts:
                     reason=reason,
                     session_key=ctx.session_key,
                     correlation_id=ctx.correlation_id or None,
+                    call_id=ctx.call_id,
                 )
             )
             if position:
@@ -142,6 +142,7 @@ class AgentPorts:
                 user=ctx.user,
                 outbox_kind="handoff",
                 trace_context=context_carrier(),
+                correlation_id=ctx.call_id or None,  # the introduction turn's causation
             )
         )
 

@@ -2,8 +2,9 @@
 
 When an AgentSupervisor starts (``register_agent`` after ``System.open``, or its restart
 under supervision) it starts every such session; the Session finds its unfinished turn in
-its stream and finishes it (``Session._resume_turn``: calls that were running are recorded
-as interrupted, never run twice), and the reply goes to the outbox. The store answers the
+its stream and finishes it (``Session._resume_turn``: calls that were running run again
+with the same idempotency key when their tool allows it, else are recorded as interrupted:
+:mod:`.resume_calls`), and the reply goes to the outbox. The store answers the
 question by stream prefix and event type: only the turn boundaries of this agent's
 sessions are read (not decoded), not the log.
 """

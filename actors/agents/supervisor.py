@@ -37,8 +37,11 @@ from clawlog.events.telemetry import (
     GEN_AI_AGENT,
     GEN_AI_OPERATION,
     OPERATION_INVOKE_AGENT,
+    OUTCOME_INTERRUPTED,
     POSITION,
     STREAM,
+    SUBAGENT_MODE,
+    SUBAGENT_OUTCOME,
     SUBAGENT_TASK,
     tracer,
     tracing_enabled,
@@ -60,7 +63,14 @@ from ..providers.base import Model
 from ..runtime import ActorHandle
 from .config import AgentConfig
 from .gateway import ToolGateway
-from .messages import AnswerApproval, CancelTurn, GetSessionStatus, SendMessage
+from .messages import (
+    AnswerApproval,
+    CancelTurn,
+    ClearSession,
+    CompactSession,
+    GetSessionStatus,
+    SendMessage,
+)
 from .prompt import PromptBuilder
 from .resume import unfinished_sessions
 from .session import Session
@@ -69,25 +79,34 @@ from .subagents import (
     ArchiveDue,
     CancelSubagents,
     ListSubagents,
+    LostAnnouncements,
     SpawnSubagent,
     SteerSubagent,
     Subagent,
     SubagentBook,
     SubagentDone,
+    announcement,
     apply_subagent_event,
+    lost_announcements,
     new_task_id,
+    new_turn_id,
     now,
 )
+from .trace_causes import continue_later, pass_on
 from .turn_trace import span_carrier
 
 __all__ = ["AgentState", "AgentSupervisor", "Reconfigure", "apply_agent_event"]
 
-_ROUTED = (SendMessage, CancelTurn, AnswerApproval, GetSessionStatus)
+_ROUTED = (
+    SendMessage,
+    CancelTurn,
+    AnswerApproval,
+    GetSessionStatus,
+    CompactSession,
+    ClearSession,
+)
 #: ``runtime`` slot name: subagents running in the whole system.
 _SLOTS = "subagents"
-#: On a subagent run's span: how it ended (completed | failed | cancelled | interrupted).
-_SUBAGENT_OUTCOME = "clawlog.subagent.outcome"
-_SUBAGENT_MODE = "clawlog.subagent.mode"
 
 
 class AgentState(msgspec.Struct, kw_only=True):
@@ -149,6 +168,8 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
         self._record_config()
         if not restarted:
             self._fail_interrupted_subagents()
+            # Results whose announcement a stop lost are delivered now (read on the hub).
+            self.pipe(lost_announcements(self.runtime.store, self.state.tasks), "redeliver")
         # Sessions with an unfinished turn resume it without a new message (read on the hub).
         self.pipe(unfinished_sessions(self.runtime.store, self.config.key), "resume")
 
@@ -165,6 +186,9 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
             return self._record_config()
         if isinstance(message, Piped) and message.label == "resume":
             self._resume_sessions(message)
+            return None
+        if isinstance(message, Piped) and message.label == "redeliver":
+            self._redeliver(message)
             return None
         return self._on_subagent_message(message)
 
@@ -319,9 +343,11 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
                     mode=request.mode,
                     at=now(),
                     parent_key=request.parent_key,
+                    call_id=request.call_id,
                 )
             ],
             correlation_id=request.correlation_id,
+            causation_id=request.call_id or None,
         )
         config = msgspec.structs.replace(self.config, max_iterations=limits.max_iterations)
         child = self.spawn(
@@ -340,7 +366,7 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
             session_key=task_id,
             text=request.task,
             sender="parent",
-            correlation_id=request.correlation_id,
+            correlation_id=task_id,  # the subagent turn's causation
             trace_context=span_carrier(span),  # the subagent's turn is the run's child
         )
         child.ref.tell(AskEnvelope(start, _DoneReply(self.handle_ref, task_id)))
@@ -365,6 +391,8 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
                 )
             ]
         )
+        if info.mode == "async" and announce:  # the announcing turn continues its trace
+            continue_later(done.task_id, self._subagent_spans.get(done.task_id))
         self._end_span(done.task_id, done.status, finished[0].position, done.error)
         self.runtime.give_slot(_SLOTS)
         waiter = self._waiters.pop(done.task_id, None)
@@ -386,26 +414,38 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
         task_ids = self._to_announce.pop(parent_session, [])
         if not task_ids:
             return
-        tasks = [self.state.tasks.tasks[t] for t in task_ids]
-        lines = [f"[subagent results: {len(tasks)} task(s) finished]"]
-        for t in tasks:
-            body = t.result if t.status == "completed" else f"{t.status}: {t.error}"
-            lines.append(f"- {t.label or t.task_id} ({t.task_id}, {t.status}): {body}")
-        self.emit([SubagentAnnounced(parent_session=parent_session, task_ids=task_ids)])
-        parent_key = tasks[0].parent_key
-        nested = parent_session.startswith("subagent/")  # its answer goes to its parent
-        message = SendMessage(
-            session_key=parent_key,
-            text="\n".join(lines),
-            sender="subagent",
-            outbox_kind="" if nested else "subagent",
+        turn_id = new_turn_id()
+        self.emit(
+            [SubagentAnnounced(parent_session=parent_session, task_ids=task_ids, turn_id=turn_id)]
         )
+        self._deliver(parent_session, task_ids, turn_id)
+
+    def _deliver(self, parent_session: str, task_ids: list[str], turn_id: str) -> None:
+        tasks = [self.state.tasks.tasks[t] for t in task_ids]
+        nested = parent_session.startswith("subagent/")  # its answer goes to its parent
+        message = announcement(tasks, turn_id, nested)
+        pass_on(task_ids, turn_id)  # its span links to the runs'
         if nested:
             handle = self.children.get(parent_session)
             if handle is not None and handle.is_alive():
                 handle.ref.tell(AskEnvelope(message, _Ignore()))
-        elif parent_key:
+        elif message.session_key:
             self._route(message, _Ignore())
+
+    def _redeliver(self, found: Piped) -> None:
+        """Deliver the results a stop lost: announce those never announced; send again,
+        as the same turn, those announced as a turn the parent's stream does not hold."""
+        if found.error is not None:
+            self.log.error(
+                "could not look for undelivered subagent results", error=str(found.error)
+            )
+            return
+        lost: LostAnnouncements = found.value
+        for turn_id, task_ids in lost.undelivered.items():
+            self._deliver(self.state.tasks.tasks[task_ids[0]].parent_session, task_ids, turn_id)
+        for parent_session, task_ids in lost.unannounced.items():
+            self._to_announce[parent_session].extend(task_ids)
+            self._announce(parent_session)
 
     def _cancel_subagents(self, parent_session: str, target: str) -> list[str]:
         running = [
@@ -493,7 +533,7 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
             GEN_AI_AGENT: self.config.key,
             SUBAGENT_TASK: task_id,
             STREAM: subagent_stream(task_id),
-            _SUBAGENT_MODE: request.mode,
+            SUBAGENT_MODE: request.mode,
         }
         if request.correlation_id:
             attributes[CORRELATION] = request.correlation_id
@@ -506,8 +546,7 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
         span = self._subagent_spans.pop(task_id, None)
         if span is None:
             return
-        span.set_attribute(_SUBAGENT_OUTCOME, outcome)
-        span.set_attribute(POSITION, position)
+        span.set_attributes({SUBAGENT_OUTCOME: outcome, POSITION: position})
         if outcome == "failed":
             span.set_status(Status(StatusCode.ERROR, error))
         span.end()
@@ -515,7 +554,7 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
     def on_stop(self) -> None:
         spans, self._subagent_spans = self._subagent_spans, {}
         for span in spans.values():  # recorded as interrupted when the agent starts again
-            span.set_attribute(_SUBAGENT_OUTCOME, "interrupted")
+            span.set_attribute(SUBAGENT_OUTCOME, OUTCOME_INTERRUPTED)
             span.set_status(Status(StatusCode.ERROR, "the agent stopped during the run"))
             span.end()
         super().on_stop()

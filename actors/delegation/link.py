@@ -6,6 +6,15 @@ its reply, an async caller as a ``delegate:{id}`` message in its session. A dele
 found running when the link starts after a restart is recorded as interrupted and its
 caller told, so no delegated result is ever silently lost.
 
+Lineage: the request's causation is the delegate tool call that asked (its correlation the
+caller's turn); the target's turn's causation is the delegation id; an outcome's causation
+is the target turn that produced it (or the delegation id when the link decided it). An
+async outcome reaches the caller as a turn from ``delegate:{id}`` in the source session;
+``delegation.announced`` is recorded once that turn is in the log (it names the turn).
+When the link starts, an async outcome that the log shows undelivered (the process
+stopped between the outcome and its announcement) is announced again, once: one whose
+turn is in the log is only recorded as announced (:mod:`~actors.delegation.delivery`).
+
 A result the source agent's quality gates must pass first is piped through
 :func:`~actors.delegation.gates.evaluate_gates`; the link records the verdicts and applies
 what :func:`~actors.delegation.gates.gate_decision` makes of them (deliver, retry, fail).
@@ -44,6 +53,7 @@ from clawlog.events.telemetry import (
     DELEGATION_OUTCOME,
     DELEGATION_SOURCE,
     DELEGATION_TARGET,
+    OUTCOME_INTERRUPTED,
     POSITION,
     STREAM,
     tracer,
@@ -53,11 +63,14 @@ from clawlog.events.telemetry import (
 from .._bridge import AskEnvelope
 from ..actor import DEFERRED, EventSourcedActor
 from ..agents.messages import CancelTurn, SendMessage
-from ..agents.turn_trace import span_carrier
+from ..agents.trace_causes import continue_later, pass_on
+from ..agents.turn_trace import span_carrier, span_current
 from ..errors import ActorDead, DelegationError, Rejected
 from ..messages import Message, Piped
+from .delivery import delivered_turns
 from .gates import evaluate_gates, gate_decision, gate_name, gates_for, revision_prompt
 from .messages import (
+    AnnouncementEnded,
     CancelDelegation,
     DeadlineReached,
     Delegate,
@@ -97,6 +110,20 @@ class _TurnReply:
         )
 
 
+class _AnnouncementReply:
+    """The reply object of the source session's announcement turn: when it ends (or
+    never starts), the link looks in the log whether it was delivered."""
+
+    def __init__(self, link: Any, delegation_id: str) -> None:
+        self._link, self._id = link, delegation_id
+
+    def set(self, value: Any) -> None:
+        self._link.tell(AnnouncementEnded(delegation_id=self._id))
+
+    def set_error(self, error: BaseException) -> None:
+        self._link.tell(AnnouncementEnded(delegation_id=self._id))
+
+
 class DelegationLink(EventSourcedActor[LinkState]):
     kind = "link"
     snapshot_every = 500
@@ -107,6 +134,8 @@ class DelegationLink(EventSourcedActor[LinkState]):
         self._waiters: dict[str, Any] = {}
         #: The ``delegate {target}`` span of each running delegation (while tracing).
         self._spans: dict[str, Span] = {}
+        #: The target's turn of each running delegation's current attempt.
+        self._turns: dict[str, str] = {}
 
     def initial_state(self) -> LinkState:
         return LinkState()
@@ -134,6 +163,7 @@ class DelegationLink(EventSourcedActor[LinkState]):
         ):
             self.emit([current])
         if not restarted:
+            self._check_deliveries()
             for info in self.state.running():
                 self._finish(
                     info,
@@ -171,6 +201,10 @@ class DelegationLink(EventSourcedActor[LinkState]):
                     )
             case CancelDelegation():
                 return self._cancel(message.delegation_id, message.by)
+            case AnnouncementEnded(delegation_id=delegation_id):
+                self._check_deliveries([delegation_id])
+            case Piped(label="delivery"):
+                self._on_deliveries(message)
             case ListDelegations():
                 return [
                     d
@@ -229,9 +263,11 @@ class DelegationLink(EventSourcedActor[LinkState]):
                     deadline_s=deadline,
                     at=time.time(),
                     skip_quality_gates=request.skip_quality_gates,
+                    call_id=request.call_id,
                 )
             ],
             correlation_id=request.correlation_id,
+            causation_id=request.call_id or None,
         )
         info = self.state.delegations[delegation_id]
         self._start_span(info, request.correlation_id)
@@ -264,12 +300,15 @@ class DelegationLink(EventSourcedActor[LinkState]):
         if target is None or not target.is_alive():
             reply.set_error(Rejected(f"agent {info.target!r} is not running"))
             return
+        turn_id = self._turns[info.delegation_id] = uuid.uuid4().hex[:16]
         message = SendMessage(
             session_key=info.target_session,
             text=text,
             sender=f"delegate:{info.source}",
             user=info.user,
             skip_quality_gates=info.skip_quality_gates,
+            turn_id=turn_id,
+            correlation_id=info.delegation_id,  # the target turn's causation
             # The target's turn is the delegation span's child (each attempt's turn).
             trace_context=span_carrier(self._spans.get(info.delegation_id)),
         )
@@ -308,9 +347,13 @@ class DelegationLink(EventSourcedActor[LinkState]):
             )
             return
         info.result = outcome.text
-        self.pipe(
-            evaluate_gates(gates, info, outcome.text, self.runtime), "gate", key=info.delegation_id
-        )
+        # In the delegation's span: an agent gate's reviewer turn is its child.
+        with span_current(self._spans.get(info.delegation_id)):
+            self.pipe(
+                evaluate_gates(gates, info, outcome.text, self.runtime),
+                "gate",
+                key=info.delegation_id,
+            )
 
     def _on_gate(self, message: Piped) -> None:
         """The gates' verdicts on a result: recorded, then applied."""
@@ -381,14 +424,16 @@ class DelegationLink(EventSourcedActor[LinkState]):
             )
         spans, self._spans = self._spans, {}
         for span in spans.values():  # recorded as interrupted when the link starts again
-            span.set_attribute(DELEGATION_OUTCOME, "interrupted")
+            span.set_attribute(DELEGATION_OUTCOME, OUTCOME_INTERRUPTED)
             span.set_status(Status(StatusCode.ERROR, "the link stopped during the delegation"))
             span.end()
         super().on_stop()
 
     def _finish(self, info: DelegationInfo, event: Event) -> None:
         """Record the outcome, free the capacity and deliver it to the caller."""
-        recorded = self.emit([event])
+        # Caused by the target turn that answered, else by the link's own decision.
+        causation = self._turns.pop(info.delegation_id, None) or info.delegation_id
+        recorded = self.emit([event], causation_id=causation)
         self.runtime.give_slot(f"delegation-load:{info.target}")
         info = self.state.delegations[info.delegation_id]
         self._end_span(info, recorded[0].position)
@@ -403,27 +448,82 @@ class DelegationLink(EventSourcedActor[LinkState]):
             self._announce(info)
 
     def _announce(self, info: DelegationInfo) -> None:
-        ports = self.runtime.services.get("agents")
+        """Start a turn from ``delegate:{id}`` in the source session; when it ends, the
+        log says whether it was delivered (``delegation.announced`` names the turn)."""
         source_key = info.source_key or _key_of(info.source_session)
-        if ports is None or not source_key:
+        source = self.runtime.lookup(agent_stream(info.source))
+        if not source_key:
+            return
+        if source is None or not source.is_alive():
+            self.log.warning(
+                "could not announce a delegation result: the source agent is not running; "
+                "it is announced when the link starts again",
+                delegation_id=info.delegation_id,
+            )
             return
         text = (
             f"[delegate:{info.delegation_id}] {info.target} finished: {info.result}"
             if info.status == "completed"
             else f"[delegate:{info.delegation_id}] {_describe(info)}"
         )
-        try:
-            ports.tell_agent(
-                info.source,
-                source_key,
-                text,
-                f"delegate:{info.delegation_id}",
-                outbox_kind="delegation",
-            )
-        except Exception as exc:
-            self.log.warning("could not announce a delegation result", error=str(exc))
+        turn_id = uuid.uuid4().hex[:16]
+        pass_on([info.delegation_id], turn_id)  # its span links to the delegation's
+        message = SendMessage(
+            session_key=source_key,
+            text=text,
+            sender=f"delegate:{info.delegation_id}",
+            outbox_kind="delegation",
+            correlation_id=info.delegation_id,  # the announcement turn's causation
+            turn_id=turn_id,
+        )
+        source.ref.tell(
+            AskEnvelope(message, _AnnouncementReply(self.handle_ref, info.delegation_id))
+        )
+
+    def _check_deliveries(self, ids: list[str] | None = None) -> None:
+        """Look in the log whether async outcomes reached their source sessions (all the
+        unannounced ones when ``ids`` is None): see :meth:`_on_deliveries`."""
+        infos = [
+            d
+            for d in self.state.delegations.values()
+            if (d.delegation_id in ids if ids is not None else True)
+            and d.mode == "async"
+            and d.status != "running"
+            and not d.announced
+            and d.source_session
+        ]
+        if not infos:
             return
-        self.emit([DelegationAnnounced(delegation_id=info.delegation_id)])
+        self.pipe(
+            _deliveries(self.runtime.store, infos), "delivery", key="start" if ids is None else ""
+        )
+
+    def _on_deliveries(self, message: Piped) -> None:
+        """Record the delivered ones as announced; after a start, announce the others."""
+        if message.error is not None:
+            self.log.error(
+                "could not look for delivered delegation results", error=str(message.error)
+            )
+            return
+        found: dict[str, tuple[str, int] | None] = message.value
+        for delegation_id, delivered in found.items():
+            info = self.state.delegations[delegation_id]
+            if info.announced:
+                continue
+            if delivered is not None:
+                self.emit(
+                    [DelegationAnnounced(delegation_id=delegation_id, turn_id=delivered[0])],
+                    causation_id=delivered[0],
+                )
+            elif message.key == "start":  # lost before it became a turn: announce it again
+                self.log.info("announcing a result lost by a restart", delegation_id=delegation_id)
+                self._announce(info)
+            else:
+                self.log.warning(
+                    "a delegation result did not reach its source session; it is announced "
+                    "when the link starts again",
+                    delegation_id=delegation_id,
+                )
 
     def _tell_later(self, delay: float, message: Any) -> None:
         loop = self.runtime.hub.loop
@@ -452,11 +552,27 @@ class DelegationLink(EventSourcedActor[LinkState]):
         span = self._spans.pop(info.delegation_id, None)
         if span is None:
             return
+        if info.mode == "async":  # the turn announcing the outcome continues the trace
+            continue_later(info.delegation_id, span)
         span.set_attribute(DELEGATION_OUTCOME, info.status)
         span.set_attribute(POSITION, position)
         if info.status == "failed":
             span.set_status(Status(StatusCode.ERROR, f"{info.reason}: {info.result}"[:500]))
         span.end()
+
+
+async def _deliveries(store: Any, infos: list[DelegationInfo]) -> dict[str, tuple[str, int] | None]:
+    """Each delegation's delivering turn (turn id, position) in its source session, or None."""
+    found: dict[str, tuple[str, int] | None] = {d.delegation_id: None for d in infos}
+    by_session: dict[str, list[str]] = {}
+    for info in infos:
+        by_session.setdefault(info.source_session, []).append(f"delegate:{info.delegation_id}")
+    for session, senders in by_session.items():
+        for sender, turn_id, position in await delivered_turns(store, session, senders=senders):
+            delegation_id = sender.removeprefix("delegate:")
+            if found.get(delegation_id) is None:
+                found[delegation_id] = (turn_id, position)
+    return found
 
 
 def _describe(info: DelegationInfo) -> str:

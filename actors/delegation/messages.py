@@ -10,6 +10,7 @@ from clawlog.events.folds.delegation import DelegationEndReason
 from ..messages import Message, Request
 
 __all__ = [
+    "AnnouncementEnded",
     "CancelDelegation",
     "DeadlineReached",
     "Delegate",
@@ -41,6 +42,8 @@ class DelegationInfo(msgspec.Struct, kw_only=True):
     #: The delegated turn runs no quality gates. Snapshots keep the old name.
     skip_quality_gates: bool = msgspec.field(default=False, name="skip_hooks")
     announced: bool = False
+    #: The tool call in the source session that asked ("" when none did).
+    call_id: str = ""
 
 
 class LinkState(msgspec.Struct, kw_only=True):
@@ -64,6 +67,8 @@ class Delegate(Request[DelegationInfo], frozen=True, kw_only=True):
     source_key: str = ""
     skip_quality_gates: bool = False
     deadline_s: float | None = None
+    #: The tool call in the source session that asks (the request's causation).
+    call_id: str = ""
 
 
 class ListDelegations(Request["list[DelegationInfo]"], frozen=True, kw_only=True):
@@ -84,6 +89,13 @@ class DelegationOutcome(Message, frozen=True, kw_only=True):
     ok: bool
     text: str
     crashed: bool = False
+
+
+class AnnouncementEnded(Message, frozen=True, kw_only=True):
+    """The source session's turn on an async delegation's announcement ended (or the
+    message never became a turn): the link looks in the log whether it was delivered."""
+
+    delegation_id: str
 
 
 class DeadlineReached(Message, frozen=True, kw_only=True):

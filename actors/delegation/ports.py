@@ -70,6 +70,7 @@ class DelegationPorts:
             ),
             correlation_id=ctx.correlation_id or None,
             trace_context=context_carrier(),  # the delegation's span: the tool call's child
+            call_id=ctx.call_id,
         )
         wait = (deadline_s or 300.0) + 30.0 if mode == "sync" else None
         return await link.ask(request, wait)  # type: ignore[no-any-return]

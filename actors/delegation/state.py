@@ -40,6 +40,7 @@ def apply_link_event(state: LinkState, event: Event) -> LinkState:
                 requested_at=event.at,
                 deadline_at=deadline_of(event),
                 skip_quality_gates=event.skip_quality_gates,
+                call_id=event.call_id,
             )
         case DelegationRetried():
             state.delegations[event.delegation_id].attempts = event.attempt

@@ -6,6 +6,14 @@ becomes a :class:`tools.ToolResult`, scrubbed of the server's own configured sec
 ``env`` and ``headers`` values) on top of what the pipeline scrubs. ``destructiveHint`` →
 ``requires_approval``; ``readOnlyHint`` is kept as ``read_only``. MCP errors become the
 ``tools`` error a model can act on.
+
+Its side effects (what a re-run after a restart would do, :mod:`tools.side_effects`)
+come from the annotations, with the MCP specification's defaults for an absent hint
+(``readOnlyHint`` false, ``idempotentHint`` false): ``readOnlyHint`` → ``none``, else
+``idempotentHint`` → ``idempotent`` (the spec: "calling the tool repeatedly with the same
+arguments will have no additional effect", whether or not it is destructive), else
+``external``. Annotations are the server's word: an operator who does not trust a server
+should not grant its tools.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from clawlog.tools import (
     ExternalServiceError,
     InvalidParameters,
     Scrubber,
+    SideEffects,
     ToolCallError,
     ToolContext,
     ToolDomain,
@@ -38,7 +47,7 @@ from ..errors import (
     McpUnavailable,
 )
 
-__all__ = ["CallFunction", "McpTool", "to_tool_result"]
+__all__ = ["CallFunction", "McpTool", "mcp_side_effects", "to_tool_result"]
 
 #: ``(server tool name, arguments) -> result``: how a tool reaches its connection.
 CallFunction = Callable[[str, dict[str, Any]], Awaitable[mt.CallToolResult]]
@@ -76,6 +85,7 @@ class McpTool:
         self.timeout = call_timeout_s + _PIPELINE_MARGIN_S
         self.requires_approval = info.requires_approval
         self.read_only = bool(info.read_only)
+        self.side_effects: SideEffects = mcp_side_effects(info)
         self._call = call
         #: Redacts this server's configured secrets from what it returns.
         self.scrubber = scrubber or Scrubber()
@@ -115,6 +125,16 @@ class McpTool:
 
     def __repr__(self) -> str:
         return f"<McpTool {self.name!r} ({self.server}:{self.remote_name})>"
+
+
+def mcp_side_effects(info: McpToolInfo) -> SideEffects:
+    """What calling the tool again does, from its annotations (absent hints are false,
+    as the MCP specification's defaults say)."""
+    if info.read_only is True:
+        return "none"
+    if info.idempotent is True:
+        return "idempotent"
+    return "external"
 
 
 def to_tool_result(tool: McpTool, result: mt.CallToolResult, scrubber: Scrubber) -> ToolResult:

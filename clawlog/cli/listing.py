@@ -88,6 +88,9 @@ class Listing:
         self._chunk: list[Sequence[Any]] = []
         self._chunks = 0
         self._closed = False
+        #: Fields written after the rows, in a JSON object (``json_head`` set): what is
+        #: known only at the end, such as totals. Set it before :meth:`close`.
+        self.json_tail: dict[str, Any] | None = None
         self._begin()
 
     def __enter__(self) -> Listing:
@@ -123,7 +126,9 @@ class Listing:
             return
         self._closed = True
         if self.form == "json":
-            sys.stdout.write("]}\n" if self._head is not None else "]\n")
+            tail = msgspec.json.encode(self.json_tail).decode()[1:-1] if self.json_tail else ""
+            end = f"],{tail}}}\n" if tail else "]}\n"
+            sys.stdout.write(end if self._head is not None else "]\n")
         elif self.form == "table" and not self.rows and self._empty is not None:
             console().print(self._empty, markup=False)
         elif self.form == "table" and (self._chunk or not self._chunks):

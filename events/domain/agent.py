@@ -49,6 +49,8 @@ class HandoffRouted(Event, frozen=True, tag="handoff.routed"):
     to_agent: str
     reason: str = ""
     session_key: str = ""
+    #: The handoff tool call that asked ("" in logs written before lineage).
+    call_id: str = ""
 
 
 class HandoffCleared(Event, frozen=True, tag="handoff.cleared"):
@@ -70,6 +72,8 @@ class SubagentSpawned(Event, frozen=True, tag="subagent.spawned"):
     at: float = 0.0
     #: The parent's session key (its stream is ``parent_session``).
     parent_key: str = ""
+    #: The tool call in the parent session that asked ("" in logs written before lineage).
+    call_id: str = ""
 
 
 class SubagentRefused(Event, frozen=True, tag="subagent.refused"):
@@ -101,6 +105,9 @@ class SubagentAnnounced(Event, frozen=True, tag="subagent.announced"):
 
     parent_session: str
     task_ids: list[str]
+    #: The parent session's turn that delivers them (its ``session.turn_started`` names
+    #: this turn id); "" in logs written before lineage.
+    turn_id: str = ""
 
 
 class SubagentArchived(Event, frozen=True, tag="subagent.archived"):

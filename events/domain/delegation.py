@@ -63,6 +63,9 @@ class DelegationRequested(Event, frozen=True, tag="delegation.requested"):
     at: float = 0.0
     #: The delegated turn runs no quality gates (set by a gate's own review turns).
     skip_quality_gates: bool = msgspec.field(default=False, name="skip_hooks")
+    #: The tool call in the source session that asked ("" when not asked by a tool call,
+    #: and in logs written before lineage). The envelope's causation id names it too.
+    call_id: str = ""
 
 
 class DelegationRefused(Event, frozen=True, tag="delegation.refused"):
@@ -95,6 +98,9 @@ class DelegationAnnounced(Event, frozen=True, tag="delegation.announced"):
     """An async delegation's outcome was delivered to the source session."""
 
     delegation_id: str
+    #: The source session's turn that delivered it (its ``session.turn_started`` has the
+    #: sender ``delegate:{delegation_id}``); "" in logs written before lineage.
+    turn_id: str = ""
 
 
 class GateEvaluated(Event, frozen=True, tag="delegation.gate_evaluated"):

@@ -12,8 +12,18 @@ them. One call leaves, in order::
         ├── tool.call_refused                               (denied, timed out)
         └── tool.call_started → tool.call_completed | tool.call_failed
 
+Every decided call records its verdict: ``tool.call_refused`` the step, the rule and the
+``policy_digest`` (``tools.policy_digest``) of the effective policy; ``tool.call_started``
+the same for the step that let it run (and ``approved_by`` for a person's answer);
+``tool.call_requested`` the ``facts`` the steps read, so the call can be decided again
+under another policy (``clawlog audit --what-if``).
+
 ``tool.allowlist_changed`` records allow-always answers and operator edits: folding it
 (``tools.approvals.ApprovalState``) rebuilds an agent's approvals allowlist after a restart.
+
+``tool.call_resume_decided`` records what a restart did with a call in flight: run it
+again with the same idempotency key (``tool.call_requested`` … ``tool.call_started``
+follow again for the same ``call_id``) or record it as interrupted (``tool.call_failed``).
 """
 
 from __future__ import annotations
@@ -27,12 +37,16 @@ from ..base import Event
 __all__ = [
     "EVENTS",
     "TOOL_EVENTS",
+    "AllowedStep",
     "AllowlistMatch",
     "ApprovalDecision",
     "ApprovalOutcome",
+    "CallFacts",
     "LoopPattern",
     "LoopWarningLevel",
     "RefusalStep",
+    "ResumeDecision",
+    "SideEffects",
     "ToolAllowlistChanged",
     "ToolApprovalDecided",
     "ToolApprovalRequested",
@@ -40,6 +54,7 @@ __all__ = [
     "ToolCallFailed",
     "ToolCallRefused",
     "ToolCallRequested",
+    "ToolCallResumeDecided",
     "ToolCallStarted",
     "ToolDomain",
     "ToolEvent",
@@ -62,6 +77,51 @@ LoopWarningLevel = Literal["warn"]
 #: How an allowlist pattern matches a call's subject. exact: equal to the pattern (what
 #: allow-always adds); glob: fnmatch (operator entries such as ``git status*``).
 AllowlistMatch = Literal["exact", "glob"]
+#: The step whose verdict let a call run: ``policy`` (nothing later had a say: no
+#: approval was needed), or ``approval`` (an allowlist entry, a safe bin, ask=off, or a
+#: person's answer). ``""`` in calls recorded before verdicts were.
+AllowedStep = Literal["", "policy", "approval"]
+#: What running a tool again does (``tools.side_effects``). none: nothing (it only reads);
+#: idempotent: nothing more than the first run, given the same idempotency key;
+#: external: it may act again (the default: the safe choice).
+SideEffects = Literal["none", "idempotent", "external"]
+#: What a restart did with a call in flight: run it again (same key), or record it as
+#: interrupted.
+ResumeDecision = Literal["rerun", "interrupted"]
+
+
+class CallFacts(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What the deciding steps read besides the configuration and the arguments, as the
+    pipeline saw it: with the scrubbed arguments, enough to decide the call again under
+    another policy (``clawlog audit --what-if``, ``tools.what_if``). Only the values that
+    differ from the defaults are stored."""
+
+    #: The session's model provider (``byProvider`` sections).
+    provider: str = ""
+    #: The sender was the owner (owner-only tools).
+    is_owner: bool = False
+    #: The deepest a subagent may be (at it, the leaf deny list applies).
+    max_depth: int = 1
+    #: The chat, for the chat-group allow lists (``group`` chats only).
+    peer_kind: Literal["direct", "group"] = "direct"
+    channel: str = ""
+    chat_id: str = ""
+    #: The per-request allow list; None: no restriction.
+    request_allow: list[str] | None = None
+    #: The tool's policy group and its own owner-only flag.
+    group: str = ""
+    owner_only: bool = False
+    #: The tool always waits for a person (unless allowlisted); these arguments always do
+    #: (``requires_approval_for``: never auto-approved).
+    requires_approval: bool = False
+    dangerous: bool = False
+    #: The shell command a tool builds from its arguments (a custom tool's rendered
+    #: command), scrubbed; None for every other tool.
+    rendered_command: str | None = None
+    #: Scrubbing changed the arguments: a step that reads them cannot be decided again.
+    arguments_redacted: bool = False
+    #: The arguments passed validation.
+    valid: bool = True
 
 
 class ToolCallRequested(Event, frozen=True, tag="tool.call_requested"):
@@ -75,6 +135,9 @@ class ToolCallRequested(Event, frozen=True, tag="tool.call_requested"):
     session_key: str = ""
     user: str = ""
     depth: int = 0
+    #: What the deciding steps read (None: an unknown tool, or a call recorded before
+    #: facts were).
+    facts: CallFacts | None = None
 
 
 class ToolCallRefused(Event, frozen=True, tag="tool.call_refused"):
@@ -94,6 +157,8 @@ class ToolCallRefused(Event, frozen=True, tag="tool.call_refused"):
     agent: str = ""
     session_key: str = ""
     rule: str = ""
+    #: The effective policy that decided (``tools.policy_digest``); "" before verdicts.
+    policy_digest: str = ""
 
 
 class ToolApprovalRequested(Event, frozen=True, tag="tool.approval_requested"):
@@ -149,6 +214,15 @@ class ToolCallStarted(Event, frozen=True, tag="tool.call_started"):
     agent: str = ""
     session_key: str = ""
     timeout_s: float = 0.0
+    #: The verdict that let it run: the deciding step, its rule, who approved it (a
+    #: person's answer) and the digest of the effective policy (``tools.policy_digest``).
+    step: AllowedStep = ""
+    rule: str = ""
+    approved_by: str = ""
+    policy_digest: str = ""
+    #: The key the tool runs with (``ToolContext.idempotency_key``): a re-run after a
+    #: restart records the same one.
+    idempotency_key: str = ""
 
 
 class ToolCallCompleted(Event, frozen=True, tag="tool.call_completed"):
@@ -198,6 +272,29 @@ class ToolLoopWarning(Event, frozen=True, tag="tool.loop_warning"):
     session_key: str = ""
 
 
+class ToolCallResumeDecided(Event, frozen=True, tag="tool.call_resume_decided"):
+    """A restart found the call in flight (started, or not yet recorded as started).
+
+    ``rerun``: its tool is side-effect free or idempotent, so it runs again with the same
+    ``idempotency_key`` (its deciding steps and ``tool.call_started`` follow).
+    ``interrupted``: it may have had its effect; ``tool.call_failed`` (interrupted) follows
+    and the model is told. Appended before either."""
+
+    call_id: str
+    tool: str
+    decision: ResumeDecision
+    #: What the tool declared for these arguments ("external" when it is gone).
+    side_effects: SideEffects = "external"
+    #: The key the call ran with, and runs again with (``ToolContext.idempotency_key``).
+    idempotency_key: str = ""
+    #: Why, in a few words (for audits).
+    reason: str = ""
+    #: The how-many-th re-run this is (1 for the first); 0 for ``interrupted``.
+    attempt: int = 0
+    agent: str = ""
+    session_key: str = ""
+
+
 ToolEvent = (
     ToolCallRequested
     | ToolCallRefused
@@ -208,6 +305,7 @@ ToolEvent = (
     | ToolCallCompleted
     | ToolCallFailed
     | ToolLoopWarning
+    | ToolCallResumeDecided
 )
 TOOL_EVENTS: tuple[type[Event], ...] = (
     ToolCallRequested,
@@ -219,6 +317,7 @@ TOOL_EVENTS: tuple[type[Event], ...] = (
     ToolCallCompleted,
     ToolCallFailed,
     ToolLoopWarning,
+    ToolCallResumeDecided,
 )
 #: The name :func:`events.domain.all_event_classes` reads.
 EVENTS = TOOL_EVENTS

@@ -1,6 +1,13 @@
 """Delegations: each one's lifecycle; overdue ones visible.
 
 overdue = await DelegationReader(views).delegations(overdue_only=True)
+late_or_lost = overdue_delegations(conn)   # also the finished ones never delivered
+
+An async delegation's outcome is ``delivered`` once the turn that announces it (sender
+``delegate:{id}``) starts in the source session: that turn, not ``delegation.announced``,
+is the proof (a process may stop between the outcome and the turn). Sync outcomes come
+back as the end of the asking tool call, which this read model does not follow:
+``clawlog delegations --unreturned`` (:mod:`.lineage`) covers both, and subagents.
 
 This is the read side of delegations: it folds the ``link/`` streams with the rules the
 DelegationLink itself folds with (``events/folds/delegation.py``: when a delegation is due,
@@ -37,18 +44,22 @@ __all__ = [
 class Delegations:
     name: ClassVar[str] = "delegations"
     #: 2: ``position`` (of the request): the listing's order and cursor, by index.
-    version: ClassVar[int] = 2
+    #: 3: ``source_session`` and ``delivered`` (the announcing turn started).
+    version: ClassVar[int] = 3
     table_names = ("delegations",)
     tables = (
         """CREATE TABLE IF NOT EXISTS delegations (
         delegation_id TEXT PRIMARY KEY, source TEXT NOT NULL, target TEXT NOT NULL,
         mode TEXT, task TEXT, status TEXT NOT NULL, reason TEXT, attempts INTEGER DEFAULT 1,
         requested_at REAL, deadline_at REAL, finished_at REAL, announced INTEGER DEFAULT 0,
-        position INTEGER NOT NULL)""",
+        delivered INTEGER DEFAULT 0, source_session TEXT, position INTEGER NOT NULL)""",
         "CREATE INDEX IF NOT EXISTS delegations_position ON delegations (position)",
         # `clawlog delegations --overdue`: only the running ones are read.
         "CREATE INDEX IF NOT EXISTS delegations_running ON delegations (position) "
         "WHERE status = 'running'",
+        # overdue_delegations: the finished async ones not delivered are read too.
+        "CREATE INDEX IF NOT EXISTS delegations_undelivered ON delegations (position) "
+        "WHERE mode = 'async' AND delivered = 0",
         "CREATE INDEX IF NOT EXISTS delegations_source ON delegations (source, position)",
         "CREATE INDEX IF NOT EXISTS delegations_target ON delegations (target, position)",
     )
@@ -59,16 +70,24 @@ class Delegations:
         "delegation.cancelled",
         "delegation.retried",
         "delegation.announced",
+        "session.turn_started",
     )
 
     def handle(self, conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
         event: Any = recorded.event
         match recorded.type:
+            case "session.turn_started":
+                if event.sender.startswith("delegate:"):  # an announcement, or a target turn
+                    conn.execute(
+                        "UPDATE delegations SET delivered = 1 WHERE delegation_id = ? "
+                        "AND source_session = ?",
+                        (event.sender.removeprefix("delegate:"), recorded.stream),
+                    )
             case "delegation.requested":
                 conn.execute(
                     "INSERT OR REPLACE INTO delegations (delegation_id, source, target, "
-                    "mode, task, status, requested_at, deadline_at, position) VALUES "
-                    "(?, ?, ?, ?, ?, 'running', ?, ?, ?)",
+                    "mode, task, status, requested_at, deadline_at, source_session, position) "
+                    "VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?, ?)",
                     (
                         event.delegation_id,
                         event.source,
@@ -77,6 +96,7 @@ class Delegations:
                         event.task,
                         event.at,
                         deadline_of(event),
+                        event.source_session,
                         recorded.position,
                     ),
                 )
@@ -102,15 +122,20 @@ class Delegations:
 
 #: :func:`is_overdue` as a query condition (its parameter: now).
 _OVERDUE = "status = 'running' AND deadline_at < ?"
+#: An async outcome recorded and not delivered to the source session.
+_UNDELIVERED = "mode = 'async' AND delivered = 0 AND status != 'running'"
 
 
 def overdue_delegations(conn: sqlite3.Connection, now: float | None = None) -> list[str]:
-    """Ids of delegations still running after their deadline."""
+    """Ids of delegations still running after their deadline, and of async ones that
+    finished but whose outcome has not reached the source session (not yet, or lost by a
+    stop: a DelegationLink delivers those when it starts), in request order."""
     now = time.time() if now is None else now
     return [
         row[0]
         for row in conn.execute(
-            f"SELECT delegation_id FROM delegations WHERE {_OVERDUE} ORDER BY position",
+            f"SELECT delegation_id FROM delegations WHERE ({_OVERDUE}) OR ({_UNDELIVERED}) "
+            "ORDER BY position",
             (now,),
         )
     ]
@@ -131,6 +156,8 @@ class DelegationRecord(msgspec.Struct, frozen=True):
     deadline_at: float | None
     finished_at: float | None
     announced: bool
+    #: The outcome reached the source session (async: its announcing turn started).
+    delivered: bool
     #: Position of the request (the listing's order and pagination cursor).
     position: int
     overdue: bool
@@ -182,6 +209,6 @@ class DelegationReader(Reader):
 
 def _delegation(row: tuple[Any, ...], now: float) -> DelegationRecord:
     values = list(row)
-    values[11] = bool(values[11])
+    values[11], values[12] = bool(values[11]), bool(values[12])
     overdue = is_overdue(values[5], values[9], now)
     return DelegationRecord(**dict(zip(_DELEGATION_FIELDS, [*values, overdue], strict=True)))

@@ -1,6 +1,10 @@
 """Tool-call audit: one row per call with how it ended, plus every reason given on the way
 (refusals with their step and rule, approval requests and decisions, loop warnings,
-failures)."""
+failures), and the call's verdict: the step and rule that refused it or let it run, and
+the digest of the policy that decided (``tools.policy_digest``). A call a restart found
+in flight also has its resume decision (``tool.call_resume_decided``): how many times it
+was run again with the same key, and the latest decision (``rerun`` or
+``interrupted``)."""
 
 from __future__ import annotations
 
@@ -39,7 +43,7 @@ CallStatus = Literal[
 ]
 #: The event a reason comes from.
 AuditReasonKind = Literal[
-    "refused", "approval_requested", "approval_decided", "loop_warning", "failed"
+    "refused", "approval_requested", "approval_decided", "loop_warning", "failed", "resumed"
 ]
 
 
@@ -72,6 +76,17 @@ class AuditedCall(msgspec.Struct, frozen=True):
     truncated: bool | None
     #: The tool ran but returned an error result.
     is_error: bool | None
+    #: The verdict: the step that refused the call or let it run (``policy``,
+    #: ``approval``...) and its rule; None for calls recorded before verdicts.
+    verdict_step: str | None = None
+    verdict_rule: str | None = None
+    #: The digest of the effective policy that decided (``tools.policy_digest``).
+    policy_digest: str | None = None
+    #: How many times a restart ran the call again with the same idempotency key, and
+    #: the latest resume decision ("rerun" | "interrupted"); None: no restart found it
+    #: in flight.
+    reruns: int | None = None
+    resume_decision: str | None = None
 
 
 class AuditReason(msgspec.Struct, frozen=True):
@@ -92,8 +107,13 @@ class AuditReason(msgspec.Struct, frozen=True):
 _COLUMNS = AuditedCall.__struct_fields__
 _SELECT = ", ".join(_COLUMNS)
 _UPSERT = f"INSERT INTO tool_audit ({', '.join(_COLUMNS)})"
+#: Later values win; ``reruns`` counts, so a batch's re-runs add to the stored ones.
 _ON_CONFLICT = "ON CONFLICT (stream, turn_id, call_id) DO UPDATE SET " + ", ".join(
-    f"{c} = coalesce(excluded.{c}, tool_audit.{c})" for c in _COLUMNS[4:]
+    "reruns = CASE WHEN excluded.reruns IS NULL THEN tool_audit.reruns "
+    "ELSE coalesce(tool_audit.reruns, 0) + excluded.reruns END"
+    if c == "reruns"
+    else f"{c} = coalesce(excluded.{c}, tool_audit.{c})"
+    for c in _COLUMNS[4:]
 )
 _REASON = "INSERT INTO tool_audit_reasons"
 _DECIDED: dict[ApprovalOutcome, CallStatus] = {
@@ -115,12 +135,17 @@ _DECIDED: dict[ApprovalOutcome, CallStatus] = {
     _DURATION,
     _TRUNCATED,
     _IS_ERROR,
+    _VERDICT_STEP,
+    _VERDICT_RULE,
+    _DIGEST,
+    _RERUNS,
+    _RESUME,
 ) = range(5, len(_COLUMNS))
 
 
 class ToolAudit:
     name: ClassVar[str] = "tool_audit"
-    version: ClassVar[int] = 2
+    version: ClassVar[int] = 4
     table_names: ClassVar[tuple[str, ...]] = ("tool_audit", "tool_audit_reasons")
     tables: ClassVar[tuple[str, ...]] = (
         """CREATE TABLE IF NOT EXISTS tool_audit (
@@ -128,7 +153,9 @@ class ToolAudit:
         call_id TEXT NOT NULL, tool TEXT NOT NULL, status TEXT, last_position INTEGER NOT NULL,
         agent TEXT, session_key TEXT, requested_at REAL, refused_step TEXT, reason TEXT,
         error_kind TEXT, finished_at REAL, decision TEXT, decided_by TEXT, duration_ms REAL,
-        truncated INTEGER, is_error INTEGER, UNIQUE (stream, turn_id, call_id))""",
+        truncated INTEGER, is_error INTEGER, verdict_step TEXT, verdict_rule TEXT,
+        policy_digest TEXT, reruns INTEGER, resume_decision TEXT,
+        UNIQUE (stream, turn_id, call_id))""",
         "CREATE INDEX IF NOT EXISTS tool_audit_tool ON tool_audit (tool, position)",
         "CREATE INDEX IF NOT EXISTS tool_audit_agent ON tool_audit (agent, position)",
         "CREATE INDEX IF NOT EXISTS tool_audit_session ON tool_audit (session_key, position)",
@@ -153,6 +180,7 @@ class ToolAudit:
         "tool.call_failed",
         "tool.call_refused",
         "tool.call_requested",
+        "tool.call_resume_decided",
         "tool.call_started",
         "tool.loop_warning",
     )
@@ -202,6 +230,7 @@ def _refused(row: list[Any], e: Any, at: float) -> tuple[AuditReasonKind, str, s
         e.error_kind,
         at,
     )
+    _verdict(row, e)
     return "refused", e.step, f"{e.reason} (rule: {e.rule})" if e.rule else e.reason
 
 
@@ -221,6 +250,14 @@ def _approval_decided(row: list[Any], e: Any, at: float) -> tuple[AuditReasonKin
 
 def _started(row: list[Any], e: Any, at: float) -> None:
     row[_STATUS] = "running"
+    _verdict(row, e)
+
+
+def _verdict(row: list[Any], e: Any) -> None:
+    """The verdict's columns, when the event carries one (not before verdicts)."""
+    if e.policy_digest or e.step:
+        row[_VERDICT_STEP], row[_VERDICT_RULE] = e.step, e.rule
+        row[_DIGEST] = e.policy_digest or None
 
 
 def _completed(row: list[Any], e: Any, at: float) -> None:
@@ -249,6 +286,17 @@ def _loop_warning(row: list[Any], e: Any, at: float) -> tuple[AuditReasonKind, s
     return "loop_warning", e.pattern, e.message  # the call still ran
 
 
+def _resume_decided(row: list[Any], e: Any, at: float) -> tuple[AuditReasonKind, str, str]:
+    """A restart found the call in flight: run again (counted) or interrupted."""
+    row[_RESUME] = e.decision
+    if e.decision == "rerun":
+        row[_RERUNS] = (row[_RERUNS] or 0) + 1
+    elif row[_RERUNS] is None:
+        row[_RERUNS] = 0  # decided: never NULL once a restart found it
+    effects = f"{e.side_effects} side effects, key {e.idempotency_key}"
+    return "resumed", e.decision, f"{e.reason} ({effects})" if e.reason else effects
+
+
 _APPLY: dict[str, _Apply] = {
     "tool.call_requested": _requested,
     "tool.call_refused": _refused,
@@ -258,6 +306,7 @@ _APPLY: dict[str, _Apply] = {
     "tool.call_completed": _completed,
     "tool.call_failed": _failed,
     "tool.loop_warning": _loop_warning,
+    "tool.call_resume_decided": _resume_decided,
 }
 
 

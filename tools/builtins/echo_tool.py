@@ -13,6 +13,7 @@ __all__ = ["EchoTool"]
 
 class EchoTool(BaseTool):
     name = "echo"
+    side_effects = "none"
     description = "Return the message unchanged. Useful for testing tool calls."
     parameters: ClassVar[dict[str, Any]] = {
         "type": "object",

@@ -31,6 +31,7 @@ _MISSING = object()
 
 class JsonTool(BaseTool):
     name = "json"
+    side_effects = "none"
     description = (
         "JSON utilities. parse: a JSON string to a value; query: a JSONPath such as "
         "$.items[0].name, $.items[*].id or $..id against data; stringify: a value to a JSON "

@@ -19,6 +19,7 @@ __all__ = ["TimeTool"]
 
 class TimeTool(BaseTool):
     name = "time"
+    side_effects = "none"
     description = (
         "Date and time operations. now: the current time; parse: a timestamp (ISO 8601 or "
         "Unix seconds) to ISO/Unix; format: a timestamp with a strftime format such as "

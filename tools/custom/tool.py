@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from clawlog.events.domain.custom_tool import CustomToolDefined
-from clawlog.events.domain.tool import ToolDomain
+from clawlog.events.domain.tool import SideEffects, ToolDomain
 from clawlog.events.logging import get_logger
 
 from ..context import ToolContext
@@ -82,6 +82,8 @@ class CustomTool:
     owner_only: ClassVar[bool] = False
     requires_sanitization: ClassVar[bool] = True
     requires_approval: ClassVar[bool] = False
+    #: It runs a command: it may act again.
+    side_effects: ClassVar[SideEffects] = "external"
 
     def __init__(
         self,

@@ -28,7 +28,7 @@ from clawlog.events.domain.workspace import (
 )
 from clawlog.events.logging import get_logger
 
-from ..base import BaseTool, ToolDomain
+from ..base import BaseTool, SideEffects, ToolDomain
 from ..context import ToolContext
 from ..errors import (
     CommandDenied,
@@ -58,6 +58,7 @@ _SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 class ExecTool(BaseTool):
     group: ClassVar[str] = "runtime"
     domain: ClassVar[ToolDomain] = "container"
+    side_effects: ClassVar[SideEffects] = "external"
     description: ClassVar[str] = (
         "Run a shell command in your workspace; answers its output and exit code. Set "
         "background (or yieldMs) for long-running commands, then use the process tool. "

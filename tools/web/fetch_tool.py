@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 
 from clawlog.events.logging import get_logger
 
-from ..base import ToolDomain
+from ..base import SideEffects, ToolDomain
 from ..context import ToolContext
 from ..errors import InvalidParameters, WebRequestFailed
 from ..result import ToolResult
@@ -69,6 +69,7 @@ class WebFetchTool:
     instance; give each agent the instance with its policy."""
 
     name: ClassVar[str] = "web_fetch"
+    side_effects: ClassVar[SideEffects] = "none"
     group: ClassVar[str] = "web"
     domain: ClassVar[ToolDomain] = "orchestrator"
     owner_only: ClassVar[bool] = False

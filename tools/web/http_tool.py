@@ -45,7 +45,7 @@ from urllib.parse import unquote_plus
 
 from clawlog.events.logging import get_logger
 
-from ..base import ToolDomain
+from ..base import SideEffects, ToolDomain
 from ..context import ToolContext
 from ..errors import (
     InvalidParameters,
@@ -66,6 +66,12 @@ __all__ = ["HTTP_METHODS", "OUTBOUND_PATTERNS", "HttpTool", "refuse_outbound_sec
 _log = get_logger(__name__)
 
 HTTP_METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH")
+#: What sending a request again does, by method (RFC 9110 §9.2.1, §9.2.2).
+_METHOD_SIDE_EFFECTS: dict[str, SideEffects] = {
+    "GET": "none",
+    "PUT": "idempotent",
+    "DELETE": "idempotent",
+}
 #: The Scrubber patterns that recognize a secret by its own shape, wherever it sits.
 OUTBOUND_PATTERNS = frozenset(
     {
@@ -94,6 +100,8 @@ class HttpTool:
     """The ``http`` tool: one :class:`Fetcher` (one :class:`WebPolicy`) per instance."""
 
     name: ClassVar[str] = "http"
+    #: For a call, by its method (:meth:`side_effects_for`).
+    side_effects: ClassVar[SideEffects] = "external"
     group: ClassVar[str] = "web"
     domain: ClassVar[ToolDomain] = "orchestrator"
     owner_only: ClassVar[bool] = False
@@ -165,6 +173,13 @@ class HttpTool:
 
     def requires_approval_for(self, args: Mapping[str, Any]) -> bool:
         return False
+
+    def side_effects_for(self, args: Mapping[str, Any]) -> SideEffects:
+        """By the method's semantics (RFC 9110 §9.2): GET is safe; PUT and DELETE are
+        idempotent (the same request again changes nothing more); POST and PATCH, and
+        anything else, may act again."""
+        method = str(args.get("method", "")).upper()
+        return _METHOD_SIDE_EFFECTS.get(method, "external")
 
     def __repr__(self) -> str:
         return f"<HttpTool {self.name!r}>"

@@ -40,7 +40,7 @@ import msgspec
 
 from clawlog.events.logging import get_logger
 
-from ..base import ToolDomain
+from ..base import SideEffects, ToolDomain
 from ..context import ToolContext
 from ..errors import InvalidParameters, ToolCallError, WebSearchConfigError, WebSearchError
 from ..result import ToolResult
@@ -92,6 +92,7 @@ class WebSearchTool:
     """The ``web_search`` tool over one :class:`SearchProvider`."""
 
     name: ClassVar[str] = "web_search"
+    side_effects: ClassVar[SideEffects] = "none"
     group: ClassVar[str] = "web"
     domain: ClassVar[ToolDomain] = "orchestrator"
     owner_only: ClassVar[bool] = False

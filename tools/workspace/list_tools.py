@@ -59,6 +59,7 @@ def _require_folder(path: ResolvedPath) -> None:
 
 class ListFilesTool(FileTool):
     canonical = "list_files"
+    side_effects = "none"
     description: ClassVar[str] = (
         "List the files and folders of a workspace folder, optionally recursively up to "
         "max_depth levels. At most 500 entries."
@@ -111,6 +112,7 @@ class ListFilesTool(FileTool):
 
 class GlobTool(FileTool):
     canonical = "glob"
+    side_effects = "none"
     description: ClassVar[str] = (
         "Find files whose path matches a glob pattern such as **/*.py or src/*.{ts,tsx}, "
         "relative to path (default: the workspace). At most 500 matches."

@@ -18,6 +18,7 @@ __all__ = ["MemoryGetTool", "MemorySearchTool"]
 
 class _MemoryTool(BaseTool):
     group: ClassVar[str] = "memory"
+    side_effects = "none"
 
     def __init__(self, memory: MemoryStore | None) -> None:
         self.memory = memory

@@ -83,6 +83,7 @@ def _disk_lines(handle: BinaryIO, cap: int) -> Iterator[str]:
 
 class ReadFileTool(FileTool):
     canonical = "read_file"
+    side_effects = "none"
     description: ClassVar[str] = (
         "Read a text file of your workspace with line numbers. Large files come in pages: "
         "the result tells you the offset to continue from. offset is the number of lines "

@@ -39,6 +39,7 @@ _SHOW_CHARS = 300
 
 class SearchTool(FileTool):
     canonical = "search"
+    side_effects = "none"
     description: ClassVar[str] = (
         "Search file contents in your workspace with a regular expression; answers "
         "path:line: text for each matching line. Narrow it with path and include (a glob "

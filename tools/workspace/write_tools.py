@@ -35,6 +35,7 @@ def _string(args: dict[str, Any], *keys: str, required: bool = True) -> str:
 
 class WriteFileTool(FileTool):
     canonical = "write_file"
+    side_effects = "idempotent"
     description: ClassVar[str] = (
         "Create or overwrite a file in your workspace with the given content (parent "
         "folders are created). Use edit_file to change part of a file."
