@@ -9,6 +9,8 @@
 #     with a local busybox image imported from a rootfs tarball     -> scripts/docker.sh
 #   - the MCP servers: @modelcontextprotocol/server-everything (npm) and mcp-server-time
 #     (PyPI)                                                         -> scripts/mcp_servers.sh
+#   - a headless browser for the web console's tests (tests/ui): Debian's chromium and the
+#     playwright Python package from the test extra (no `playwright install`: no download)
 # In CI (CI set) a service that cannot be had fails its tests; it never skips them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,6 +46,9 @@ export CLAWLOG_TEST_DATABASE_URL CLAWLOG_TEST_PG_DIR="$RUN_DIR/pg" DOCKER_HOST
 export MCP_EVERYTHING_JS MCP_SERVER_TIME
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+if [ ! -x /usr/bin/chromium ]; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 MCP_ENV=$(scripts/mcp_servers.sh install)
 MCP_EVERYTHING_JS=$(sed -n 's/^MCP_EVERYTHING_JS=//p' <<<"$MCP_ENV")
