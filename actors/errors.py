@@ -17,6 +17,7 @@ ActorError
  ├── StreamOwnedElsewhere  another process holds this stream's lease (PostgreSQL)
  ├── SubagentLimitError  spawning a subagent would pass a depth or concurrency limit
  ├── TurnCancelledError  an agent's turn was cancelled before it replied
+ ├── CompactionFailedError  System.compact's summarizer failed (what was pruned stays so)
  ├── TurnFailedError   an agent's turn ended without a reply (limit, model error, crash)
  ├── ModelError        a model provider's call failed; ``kind`` is recorded in
  │    │                session.model_failed, ``retryable`` ones are retried with backoff
@@ -28,6 +29,8 @@ ActorError
  │    ├── ModelBadRequest      other 4xx (the request is wrong)  kind "bad_request"
  │    ├── MalformedReply       the reply is not what the wire format promises
  │    │                                                          kind "malformed_reply"
+ │    ├── ModelStreamCut       a streamed reply ended before its end (dropped connection,
+ │    │                        stall, malformed chunk, error event)  kind "stream_cut"
  │    ├── ScriptExhausted      the scripted model has no more replies
  │    └── ReplyNotRecorded     (also a ReplayError) a re-run asked for a reply never recorded
  ├── ReplayError       a re-run of a recorded session cannot be done
@@ -59,6 +62,7 @@ __all__ = [
     "ActorUnavailable",
     "ArgumentTypeError",
     "AskTimeout",
+    "CompactionFailedError",
     "DelegationError",
     "Escalated",
     "HubError",
@@ -78,6 +82,7 @@ __all__ = [
     "ModelError",
     "ModelRateLimited",
     "ModelServerError",
+    "ModelStreamCut",
     "ModelTimeout",
     "ModelUnavailable",
     "NothingRecorded",
@@ -229,6 +234,15 @@ class TurnCancelledError(ActorError):
     """The turn was cancelled before it produced a reply."""
 
 
+class CompactionFailedError(ActorError):
+    """``System.compact`` could not write its summary: the summarizer failed (``kind`` is
+    its error's kind). Old tool results it pruned stay pruned; nothing was summarized."""
+
+    def __init__(self, message: str, *, kind: str = "error") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 # --- model providers (actors.providers) ---
 
 
@@ -274,6 +288,23 @@ class ModelBadRequest(ModelError):
 
 class MalformedReply(ModelError):
     kind = "malformed_reply"
+
+
+class ModelStreamCut(ModelError):
+    """A streamed reply stopped before its end: the connection dropped or stalled, a chunk
+    was malformed, or the provider sent an error event mid-stream. No half reply is given.
+
+    ``partial_text`` is the text already delivered as deltas. A cut before the first delta
+    is retried like a failed request; after it, it is not (the deltas are out), so
+    ``retryable`` is False then.
+    """
+
+    kind = "stream_cut"
+
+    def __init__(self, message: str, *, partial_text: str = "") -> None:
+        super().__init__(message)
+        self.partial_text = partial_text
+        self.retryable = not partial_text
 
 
 class ScriptExhausted(ModelError):

@@ -9,7 +9,7 @@ stops actors top-down (each handles what is already in its mailbox first), flush
 closes the store, stops the hub, and is idempotent.
 
 The whole public API is this one class, in sections: actors (``spawn``, ``tell``,
-``ask``), agents (``register_agent``, ``send``, ``cancel``, ``approve``,
+``ask``), agents (``register_agent``, ``send``, ``stream``, ``cancel``, ``approve``,
 ``session_status``...), teams (``create_team``, ``team_board``), delegation
 (``link_agents``, ``delegation_directory``), MCP servers (the :attr:`System.mcp`
 collaborator, :class:`actors.mcp.McpServers`), custom tools (``define_tool``,
@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import Collection, Generator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import msgspec
 import pykka
 
 from clawlog.events import Event, EventStore, StorageBackend, default_registry, open_store
@@ -48,20 +50,28 @@ from clawlog.tools.approvals import ApprovalConfig
 from clawlog.tools.custom import CustomToolCatalog, CustomToolEntry
 from clawlog.tools.errors import CustomToolTypeError, InvalidCustomTool
 
-from ._bridge import Hub, run_in_thread
+from ._bridge import AskEnvelope, Hub, run_in_thread
 from .actor import EventSourcedActor, launch
+from .agents.budgets import Budgets
+from .agents.compaction import check_summarizer, keep_summarizer
 from .agents.config import AgentConfig
+from .agents.delta_sink import DeltaSink
 from .agents.gateway import CallerContext, ToolGateway
 from .agents.handoff import RouteState
 from .agents.messages import (
     AnswerApproval,
     CancelTurn,
+    ClearSession,
+    CompactSession,
     GetSessionStatus,
     SendMessage,
     SessionStatus,
 )
+from .agents.metering import check_metering, install_metering, prepare_metering
 from .agents.ports import AgentPorts
 from .agents.prompt import PromptBuilder
+from .agents.session_state import CompactionInfo
+from .agents.streaming import TurnStream
 from .agents.supervisor import AgentSupervisor, Reconfigure
 from .boundary import (
     Limits,
@@ -95,6 +105,7 @@ from .internal import AwaitRecovery
 from .messages import Message, Request
 from .outbox import Outbox
 from .providers.base import Model
+from .providers.catalog import ModelCatalog
 from .runtime import ActorHandle, Runtime
 from .supervision import SupervisionPolicy
 from .teams.messages import GetBoard, TeamView
@@ -135,6 +146,8 @@ class System:
         event_types: Sequence[type[Event]] = (),
         approvals: ApprovalConfig | None = None,
         limits: Limits | None = None,
+        model_catalog: ModelCatalog | None = None,
+        budgets: Budgets | None = None,
         **store_options: Any,
     ) -> _Opener:
         """Open a System on an SQLite path, ``memory:``, a ``postgresql://`` URL or an
@@ -149,9 +162,14 @@ class System:
         a message's bytes, a name's characters, a tool result's characters); opening fails
         if they do not fit the store's event limit. Default: ``Limits()``, its message
         limit lowered to fit a store opened with a smaller ``max_payload_bytes``.
+        ``model_catalog`` holds the models' context windows and prices (the estimated cost
+        recorded with each model reply); default: ``ModelCatalog.default()``.
+        ``budgets`` are the token and cost budgets of every agent whose
+        :attr:`AgentConfig.budgets` is not set (actors.agents.budgets); default: none.
 
         Raises:
-            ArgumentTypeError: (a TypeError) ``approvals`` or ``limits`` of the wrong type;
+            ArgumentTypeError: (a TypeError) ``approvals``, ``limits``, ``model_catalog`` or
+                ``budgets`` of the wrong type;
                 raised by the call itself, before anything opens.
             InvalidArgument: (a ValueError) ``limits`` that do not fit the store's event
                 limit; raised by the call itself.
@@ -177,6 +195,7 @@ class System:
             raise ArgumentTypeError(
                 "approvals", f"must be a clawlog.ApprovalConfig or None, not {kind}"
             )
+        check_metering(model_catalog, budgets)
         if event_types:
             registry = store_options.setdefault("registry", default_registry())
             registry.register(*event_types)
@@ -190,7 +209,7 @@ class System:
             given=limits is not None,
         )
         starting = cls._start(location, policy, ask_timeout, approvals, limits, store_options)
-        return _Opener(starting)
+        return _Opener(install_metering(starting, model_catalog, budgets))
 
     @classmethod
     async def _start(
@@ -326,21 +345,26 @@ class System:
         tools: Sequence[Any] = (),
         gateway: ToolGateway | None = None,
         prompt: PromptBuilder | None = None,
+        summarizer: Model | None = None,
     ) -> ActorHandle[Any]:
         """Register (or reconfigure) an agent. Its config is recorded on ``agent/{key}``.
 
         ``tools`` adds ``tools.Tool`` objects (file tools, exec, MCP...) to the built-ins.
+        ``summarizer`` writes the summaries of compacted conversations (a smaller, cheaper
+        model); default: ``model`` (actors.agents.compaction).
 
         Raises:
             SystemClosed: the System is closed or closing.
             ArgumentTypeError: (a TypeError) ``config`` is no :class:`AgentConfig`,
-                ``model`` no :class:`Model`, or ``tools`` no list.
+                ``model`` or ``summarizer`` no :class:`Model`, or ``tools`` no list.
             TypeError, ValueError, DuplicateTool, ProtectedName, InvalidSchema: a tool in
                 ``tools`` is no ``tools.Tool``, has an invalid or taken name, or a schema
                 that does not compile (see :meth:`default_gateway`).
             StreamOwnedElsewhere: another process runs this agent (owns ``agent/{key}``).
             AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask` (no answer
                 in time; the event store is unreachable; the handler failed).
+            InvalidArgument: (a ValueError) a budget limits the cost but the model catalog
+                has no price for ``model``.
         """
         self._check_open()
         if not isinstance(config, AgentConfig):
@@ -348,10 +372,19 @@ class System:
                 "config", f"must be an actors.agents.AgentConfig, not {type(config).__name__}"
             )
         check_model(model)
+        check_summarizer(summarizer)
         check_tools(tools)
         gateway = gateway or self.default_gateway(config, tools)
         prompt = prompt or self.prompt_for(config.key)
+        await prepare_metering(
+            config,
+            model.name,
+            self.runtime.services,
+            self.store,
+            summarizer=summarizer.name if summarizer is not None else None,
+        )
         self.runtime.services.setdefault("agent_configs", {})[config.key] = config
+        keep_summarizer(self.runtime.services, config.key, summarizer)
         self.delegation_directory().describe(config)
         running = self.actor(agent_stream(config.key))
         if running is not None and running.is_alive():
@@ -463,6 +496,77 @@ class System:
         )
         return await supervisor.ask(message, timeout or self.turn_timeout)  # type: ignore[no-any-return]
 
+    def stream(
+        self,
+        agent: str,
+        session_key: str,
+        text: str,
+        *,
+        channel: str = "",
+        chat_id: str = "",
+        user: str = "",
+        sender: str = "user",
+        timeout: float | None = None,
+    ) -> TurnStream:
+        """The turn :meth:`send` runs, its text read as the model writes it:
+
+            async with system.stream("main", "chat-1", "hi") as turn:
+                async for delta in turn:  # TurnDelta(text, iteration)
+                    print(delta.text, end="")
+            reply = turn.reply
+
+        The log records the same events as for ``send`` (the complete reply, once). The
+        turn starts when the stream is entered or first iterated; closing the stream early
+        only detaches the reader: the turn goes on and its reply goes to the outbox
+        (:mod:`clawlog.actors.agents.streaming`).
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError, InvalidArgument, MessageTooLarge: an argument as
+                :meth:`send` refuses it (raised by this call; nothing was sent).
+            UnknownAgent: (an ActorDead; when the stream is entered or first iterated) no
+                agent is registered under ``agent``.
+            TurnFailedError: (while iterating, after the text that came before it) the
+                turn ended without a reply; a stream cut off mid-reply is a model error
+                whose message names ``stream_cut``: the text shown is not a reply.
+            TurnCancelledError: (while iterating) the turn was cancelled (:meth:`cancel`).
+            AskTimeout: (while iterating) the turn did not end within ``timeout``
+                (default :attr:`turn_timeout`, counted from the start); it goes on.
+            ActorUnavailable, ActorCrashed, EventStoreError: as :meth:`send`.
+        """
+        self._check_session(agent, session_key)
+        limits = self.limits
+        check_text(text, limits)
+        for name, value in (("channel", channel), ("chat_id", chat_id), ("user", user)):
+            check_name(value, name, limits)
+        check_name(sender, "sender", limits, required=True)
+        timeout = check_timeout(timeout) or self.turn_timeout
+        message = SendMessage(
+            session_key=session_key,
+            text=text,
+            sender=sender,
+            channel=channel,
+            chat_id=chat_id,
+            user=user,
+            outbox_kind="reply",
+            turn_id=uuid.uuid4().hex[:16],
+            trace_context=context_carrier(),
+        )
+
+        async def start(sink: DeltaSink) -> None:
+            target = agent
+            if channel and chat_id:
+                target = await self.routed_agent(channel, chat_id) or agent
+            supervisor = self._agent(target)
+            streamed = msgspec.structs.replace(message, deltas=sink)
+            try:
+                supervisor.ref.tell(AskEnvelope(streamed, sink))
+            except pykka.ActorDeadError as exc:
+                raise ActorDead(f"{supervisor.path} is not running") from exc
+
+        what = f"the turn {message.turn_id} of {agent}/{session_key}"
+        return TurnStream(start, turn_id=message.turn_id, timeout=timeout, what=what)
+
     async def routed_agent(self, channel: str, chat_id: str) -> str | None:
         """The agent a handoff routed (channel, chat) to, if any.
 
@@ -528,7 +632,9 @@ class System:
         return await self._agent(agent).ask(request)  # type: ignore[no-any-return]
 
     async def session_status(self, agent: str, session_key: str) -> SessionStatus:
-        """What a session is doing (busy, the calls awaiting approval...).
+        """What a session is doing (busy, the calls awaiting approval...) and its context:
+        the next request's estimated tokens, the window, the tokens used, the last
+        compaction (actors.agents.compaction).
 
         Raises:
             SystemClosed: the System is closed or closing.
@@ -539,6 +645,51 @@ class System:
         """
         self._check_session(agent, session_key)
         return await self._agent(agent).ask(GetSessionStatus(session_key=session_key))  # type: ignore[no-any-return]
+
+    async def compact(
+        self, agent: str, session_key: str, *, timeout: float | None = None
+    ) -> CompactionInfo | None:
+        """Compact a session's conversation now (seed 003's ``/compact``): old tool
+        results are pruned and the turns before the agent's last
+        ``compaction.keep_recent_turns`` are summarized, whatever the estimate. Recorded
+        as ``session.compacted``; returns what it did, or None when there was nothing to
+        prune or summarize. ``timeout``: for the summary (default :attr:`turn_timeout`).
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError, InvalidArgument: an invalid ``agent``, ``session_key`` or
+                ``timeout``.
+            UnknownAgent: (an ActorDead) no agent is registered under ``agent``.
+            Rejected: the session is in a turn or already compacting: try again once it
+                has ended.
+            CompactionFailedError: the summarizer failed (recorded as
+                ``session.compaction_failed``); what was pruned stays pruned.
+            AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask` (no answer
+                in time; the event store is unreachable; the handler failed).
+        """
+        self._check_session(agent, session_key)
+        timeout = check_timeout(timeout)
+        request = CompactSession(session_key=session_key, trace_context=context_carrier())
+        return await self._agent(agent).ask(request, timeout or self.turn_timeout)  # type: ignore[no-any-return]
+
+    async def clear(self, agent: str, session_key: str, *, by: str = "user") -> bool:
+        """Start a fresh context for a session (seed 003's ``/clear``): its next turn sees
+        no earlier message. Recorded as ``session.cleared``; the earlier turns stay in the
+        log. False when the conversation was empty already.
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            ArgumentTypeError, InvalidArgument: an invalid ``agent``, ``session_key`` or
+                ``by``.
+            UnknownAgent: (an ActorDead) no agent is registered under ``agent``.
+            Rejected: the session is in a turn or compacting: try again once it has ended
+                (or cancel the turn).
+            AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask` (no answer
+                in time; the event store is unreachable; the handler failed).
+        """
+        self._check_session(agent, session_key)
+        check_name(by, "by", self.limits, required=True)
+        return await self._agent(agent).ask(ClearSession(session_key=session_key, by=by))  # type: ignore[no-any-return]
 
     def _agent(self, agent: str) -> ActorHandle[Any]:
         check_agent_key(agent)

@@ -22,12 +22,14 @@ from .errors import (
 from .read_models.actor_lifecycle import ActorLifecycle, ActorLifecycleReader
 from .read_models.delegations import DelegationReader, Delegations
 from .read_models.handoff_routes import HandoffRouteReader, HandoffRoutes
+from .read_models.lineage import Lineage, read_lineage, read_unreturned
 from .read_models.mcp_health import McpHealth, McpHealthReader
 from .read_models.session_history import SessionHistory, SessionHistoryReader
 from .read_models.stream_catalog import StreamCatalog, StreamCatalogReader
 from .read_models.subagent_tasks import SubagentTaskReader, SubagentTasks
 from .read_models.task_boards import TaskBoardReader, TaskBoards
 from .read_models.tool_audit import ToolAudit, ToolAuditReader
+from .read_models.usage import ModelUsage, ModelUsageReader
 from .readers import Reader, ReadModels, open_read_models
 from .rebuild import rebuild
 from .runner import ProjectionRunner
@@ -44,6 +46,7 @@ ALL_PROJECTIONS = (
     Delegations,
     SubagentTasks,
     McpHealth,
+    ModelUsage,
 )
 
 __all__ = [
@@ -54,7 +57,9 @@ __all__ = [
     "Envelope",
     "HandoffRouteReader",
     "InvalidProjection",
+    "Lineage",
     "McpHealthReader",
+    "ModelUsageReader",
     "NotCaughtUp",
     "Projection",
     "ProjectionError",
@@ -72,7 +77,9 @@ __all__ = [
     "TimelineQuery",
     "ToolAuditReader",
     "open_read_models",
+    "read_lineage",
     "read_timeline",
+    "read_unreturned",
     "rebuild",
     "state_as_of",
     "views_path_for",

@@ -8,6 +8,10 @@ from typing import Literal
 import msgspec
 
 from clawlog.tools.approvals import ApprovalConfig
+from clawlog.tools.ratelimit import RateLimitConfig
+
+from .budgets import Budgets
+from .compaction_config import CompactionConfig
 
 __all__ = ["AgentConfig", "QualityGate", "SubagentLimits", "validate_agent_key"]
 
@@ -82,6 +86,18 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: This agent's approval configuration of tool calls, in place of the System-wide
     #: one (``System.open(approvals=...)``) when set; recorded with the rest of the config.
     approvals: ApprovalConfig | None = None
+    #: This agent's budgets (actors.agents.budgets), in place of the System-wide ones
+    #: (``System.open(budgets=...)``) when set.
+    budgets: Budgets | None = None
+    #: This agent's tool-call rate limits (tools.ratelimit); None: none, as in seed 001
+    #: ("when configured"). Seed 004's 60 a minute and 1000 an hour per user and tool:
+    #: ``RateLimitConfig(user_tool=SUGGESTED_USER_TOOL_WINDOWS)``.
+    rate_limits: RateLimitConfig | None = None
+    #: The model's context window in tokens, in place of the model catalog's
+    #: (``System.open(model_catalog=...)``); None: the catalog's.
+    context_window: int | None = None
+    #: When and how sessions compact their conversation (actors.agents.compaction).
+    compaction: CompactionConfig = msgspec.field(default_factory=CompactionConfig)
 
     def __post_init__(self) -> None:
         validate_agent_key(self.key)
@@ -90,7 +106,27 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
                 "AgentConfig.approvals must be a clawlog.ApprovalConfig or None, not "
                 f"{type(self.approvals).__name__}"
             )
+        if self.budgets is not None and not isinstance(self.budgets, Budgets):
+            raise TypeError(
+                "AgentConfig.budgets must be a clawlog Budgets or None, not "
+                f"{type(self.budgets).__name__}"
+            )
+        if self.rate_limits is not None and not isinstance(self.rate_limits, RateLimitConfig):
+            raise TypeError(
+                "AgentConfig.rate_limits must be a clawlog RateLimitConfig or None, not "
+                f"{type(self.rate_limits).__name__}"
+            )
+        if not isinstance(self.compaction, CompactionConfig):
+            raise TypeError(
+                "AgentConfig.compaction must be a clawlog CompactionConfig, not "
+                f"{type(self.compaction).__name__}"
+            )
         if self.max_iterations < 1:
             raise ValueError("max_iterations must be at least 1")
+        if self.context_window is not None and self.context_window <= self.max_tokens:
+            raise ValueError(
+                f"context_window ({self.context_window}) must be more than max_tokens "
+                f"({self.max_tokens}): the prompt needs room beside the reply"
+            )
         if self.idle_timeout_s <= 0:
             raise ValueError("idle_timeout_s must be positive")

@@ -7,11 +7,15 @@ import msgspec
 from clawlog.events.domain.tool import ApprovalDecision
 
 from ..messages import Message, Request
+from .delta_sink import DeltaSink
+from .session_state import CompactionInfo
 
 __all__ = [
     "AnswerApproval",
     "ApprovalTimedOut",
     "CancelTurn",
+    "ClearSession",
+    "CompactSession",
     "GetSessionStatus",
     "PostMessage",
     "ResumeTurn",
@@ -37,6 +41,9 @@ class SendMessage(Request[str], frozen=True, kw_only=True):
     #: The reply also goes to the outbox with this kind ("reply", "handoff", ...; see
     #: events.domain.outbox); "" when it is only for the asker.
     outbox_kind: str = ""
+    #: ``System.stream``: where each model step's text goes as it arrives (from the hub,
+    #: not through the session's thread); None: the reply only.
+    deltas: DeltaSink | None = None
 
 
 class CancelTurn(Request[bool], frozen=True, kw_only=True):
@@ -87,7 +94,36 @@ class SessionStatus(msgspec.Struct, frozen=True, kw_only=True):
     turns_failed: int
     awaiting_approval: list[str]
     messages: int
+    #: The next request's estimated prompt (calibrated by reported usage), the model's
+    #: context window, and the estimate past which the session compacts, in tokens.
+    context_tokens: int = 0
+    context_window: int = 0
+    compact_at_tokens: int = 0
+    #: The latest request's prompt tokens as the provider reported them, and the tokens
+    #: (input + output) of every model call of the session, summaries included.
+    last_input_tokens: int = 0
+    tokens_used: int = 0
+    #: The session's calibrated characters per token (0: not calibrated yet).
+    chars_per_token: float = 0.0
+    compactions: int = 0
+    last_compaction: CompactionInfo | None = None
 
 
 class GetSessionStatus(Request[SessionStatus], frozen=True, kw_only=True):
     session_key: str
+
+
+class CompactSession(Request["CompactionInfo | None"], frozen=True, kw_only=True):
+    """Compact the conversation now (``System.compact``); None when there was nothing to
+    prune or summarize."""
+
+    session_key: str
+    #: The caller's trace context: the summarizer's span is a child of its span.
+    trace_context: dict[str, str] | None = None
+
+
+class ClearSession(Request[bool], frozen=True, kw_only=True):
+    """Start a fresh context (``System.clear``); False when it was empty already."""
+
+    session_key: str
+    by: str = "user"

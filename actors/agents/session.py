@@ -24,6 +24,7 @@ import hashlib
 import time
 import uuid
 from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -33,14 +34,17 @@ from clawlog.events import (
     Event,
     EventStoreError,
     InvalidAppend,
+    RecordedEvent,
     StoreDamaged,
     StoreUnavailable,
     VersionConflict,
 )
 from clawlog.events.domain.session import (
+    BudgetExceeded,
     ModelFailed,
     ModelReplied,
     ModelRequested,
+    SessionCleared,
     SessionStarted,
     ToolCall,
     TurnCancelled,
@@ -56,18 +60,25 @@ from ..actor import DEFERRED, EventSourcedActor
 from ..errors import (
     ActorDead,
     ActorUnavailable,
+    CompactionFailedError,
     Rejected,
     TurnCancelledError,
     TurnFailedError,
 )
 from ..messages import Message, Piped
 from ..providers.base import Model, ModelReply, ModelRequest
+from .call_ids import unique_call_ids
+from .compaction import Compaction, compactor_for
 from .config import AgentConfig
+from .context_size import ConversationMeasure, estimate_tokens, fixed_chars
+from .delta_sink import DeltaSink, stream_reply
 from .gateway import CallerContext, CallStep, ToolGateway
 from .messages import (
     AnswerApproval,
     ApprovalTimedOut,
     CancelTurn,
+    ClearSession,
+    CompactSession,
     GetSessionStatus,
     PostMessage,
     ResumeTurn,
@@ -75,9 +86,15 @@ from .messages import (
     SessionStatus,
     SettleTurn,
 )
+from .metering import UsageMeter
 from .posting import message_posted
 from .prompt import PromptBuilder
-from .session_state import SessionState, TurnState, apply_session_event
+from .resume_calls import INTERRUPTED_REASON, decide_resumed_calls, interrupt_delegated_calls
+from .resume_delegations import delegation_reasons
+from .session_state import CompactionInfo, SessionState, TurnState, apply_session_event
+from .staged_append import StagedAppend, scratch_state, staged_reader
+from .summary_budget import refused_for_budget, summary_over_budget
+from .summary_trace import SummaryTrace
 from .turn_trace import TurnTrace
 
 __all__ = ["SESSION_END_HOOKS", "Session"]
@@ -96,6 +113,25 @@ class _Active:
         self.tickets: dict[str, Any] = {}
         #: Resumed from the log after a restart: its reply goes to the outbox only.
         self.resumed = False
+        #: ``System.stream``'s sink: each model step's text goes there as it arrives.
+        self.deltas: DeltaSink | None = None
+
+
+class _Summary:
+    """A compaction whose summary is being written on the hub (in a turn, or asked for
+    by ``System.compact``: then ``reply`` waits for it)."""
+
+    def __init__(
+        self, key: str, compaction: Compaction, future: concurrent.futures.Future[Any]
+    ) -> None:
+        self.key = key
+        self.compaction = compaction
+        self.future = future
+        #: ``System.compact`` asked for it (``reply`` answers it, if it was an ask).
+        self.manual = False
+        self.reply: Any = None
+        #: The summarizer call's span (actors.agents.summary_trace).
+        self.trace = SummaryTrace(None)
 
 
 class Session(EventSourcedActor[SessionState]):
@@ -144,6 +180,15 @@ class Session(EventSourcedActor[SessionState]):
         self._trace: TurnTrace | None = None
         #: Counted in ``clawlog.sessions.active`` (from its start to its stop).
         self._counted_active = False
+        #: Budgets before each model request; usage and cost of each reply.
+        self._meter = UsageMeter.for_session(config, self.runtime.services)
+        #: Plans compactions before model requests (actors.agents.compaction).
+        self._compactor = compactor_for(self.runtime.services, config, model)
+        #: The conversation's measure, kept as it grows (a step measures its new messages).
+        self._measure = ConversationMeasure()
+        self._summary: _Summary | None = None
+        #: Events decided for the step's next append, not appended yet (.staged_append).
+        self._staged: StagedAppend | None = None
 
     # -- fold ---------------------------------------------------------------------------
     def initial_state(self) -> SessionState:
@@ -187,6 +232,12 @@ class Session(EventSourcedActor[SessionState]):
                 self._on_model(message)
             case Piped(label="tool"):
                 self._on_tool(message)
+            case Piped(label="summary"):
+                self._on_summary(message)
+            case CompactSession():
+                return self._compact_now(message.trace_context)
+            case ClearSession():
+                return self._clear(message.by)
             case AnswerApproval():
                 return self._on_approval(message.call_id, message.decision, message.by)
             case ApprovalTimedOut():
@@ -213,6 +264,8 @@ class Session(EventSourcedActor[SessionState]):
             return
         if self._active is not None or self.state.turn is not None or not self._queue:
             return
+        if self._summary is not None and self._summary.manual:
+            return  # a compaction asked for is being written: the turn follows it
         message, reply = self._queue.popleft()
         turn_id = message.turn_id or uuid.uuid4().hex[:16]
         events: list[Event] = []
@@ -241,6 +294,7 @@ class Session(EventSourcedActor[SessionState]):
             )
         )
         self._active = _Active(turn_id, reply)
+        self._active.deltas = message.deltas
         trace = self._trace
         if trace is None or trace.turn_id != turn_id:  # the same one: a told retry
             trace = self._trace = TurnTrace(
@@ -251,18 +305,34 @@ class Session(EventSourcedActor[SessionState]):
                 channel=message.channel or self.state.channel,
                 carrier=message.trace_context,
             )
+        # The start shares the first request's append: one commit before it goes out.
+        opening = StagedAppend(
+            events, correlation_id=turn_id, causation_id=message.correlation_id, opens_turn=True
+        )
         try:
-            self.emit(events, correlation_id=turn_id, causation_id=message.correlation_id)
+            with trace.current():
+                self._request_model(opening)
         except StoreUnavailable:
-            if reply is None:  # nobody can be told it failed: it starts when the store is back
+            if reply is None and not opening.written:
+                # Nobody can be told it failed: it starts when the store is back.
                 self._queue.appendleft((msgspec.structs.replace(message, turn_id=turn_id), None))
                 self._unstarted = turn_id
             raise
-        self._settle_tries, self._unstarted = 0, None
-        with trace.current():
-            self._request_model()
 
-    def _request_model(self) -> None:
+    def _request_model(self, opening: StagedAppend | None = None) -> None:
+        """Plan and send the turn's next model request. What is decided on the way (the
+        turn's start, ``opening``; a compaction; a budget refusal) shares the append that
+        records the request, or the turn's end (:mod:`.staged_append`)."""
+        if opening is not None:
+            self._stage(opening)
+        try:
+            self._send_request()
+        except BaseException:
+            self._unstage()
+            raise
+        self._append_staged()  # none left but by a defect: never lost, on its own then
+
+    def _send_request(self) -> None:
         turn = self.state.turn
         assert turn is not None and self._active is not None
         iteration = turn.iteration + 1
@@ -275,6 +345,9 @@ class Session(EventSourcedActor[SessionState]):
         ctx = self.caller()
         tools = self._gateway.specs(ctx)
         system = self.prompt.system_prompt(self.config, ctx)
+        fixed = fixed_chars(system, tools)
+        if self._compact_in_turn(fixed, turn.turn_id, iteration):
+            return  # a summary is being written: the request follows it (_on_summary)
         request = ModelRequest(
             model=self.model.name,
             system=system,
@@ -282,6 +355,18 @@ class Session(EventSourcedActor[SessionState]):
             tools=tools,
             max_tokens=self.config.max_tokens,
         )
+        chars = fixed + self._measure.chars(self.state)  # request.messages, measured
+        exceeded = self._meter.check(
+            request,
+            self.state,
+            turn_id=turn.turn_id,
+            iteration=iteration,
+            now=time.time(),
+            request_chars=chars,
+        )
+        if exceeded is not None:
+            self._stop_for_budget(exceeded)
+            return
         self.emit(
             [
                 ModelRequested(
@@ -292,6 +377,8 @@ class Session(EventSourcedActor[SessionState]):
                     message_count=len(request.messages),
                     tools=[t.name for t in tools],
                     system_prompt_digest=hashlib.sha256(system.encode()).hexdigest()[:16],
+                    prompt_chars=chars,
+                    estimated_tokens=estimate_tokens(chars, self.state.chars_per_token),
                 )
             ],
             correlation_id=turn.turn_id,
@@ -301,11 +388,19 @@ class Session(EventSourcedActor[SessionState]):
         trace.model_requested(self.model.name, self.model.provider, iteration)
         with trace.model_current():  # the provider's own I/O spans (httpx...) nest in it
             self._active.futures[key] = self.pipe(
-                _timed(self.model.complete(request)),
+                _timed(self._model_call(request, iteration)),
                 "model",
                 key=key,
                 correlation_id=turn.turn_id,
             )
+
+    def _model_call(self, request: ModelRequest, iteration: int) -> Any:
+        """The model call of ``iteration``: streamed to the turn's reader if it has one
+        (the reply, and so the log, is the same either way)."""
+        deltas = self._active.deltas if self._active is not None else None
+        if deltas is None:
+            return self.model.complete(request)
+        return stream_reply(self._turn_trace().streamed(self.model), request, deltas, iteration)
 
     def _on_model(self, message: Piped) -> None:
         turn, active = self.state.turn, self._active
@@ -335,47 +430,72 @@ class Session(EventSourcedActor[SessionState]):
                 position=recorded[0].position,
                 scrub=self._gateway.scrub,
             )
-            self._fail_turn("model_error", f"{getattr(error, 'kind', 'error')}: {error}")
+            scrubbed = self._gateway.scrub(str(error))
+            self._fail_turn("model_error", f"{getattr(error, 'kind', 'error')}: {scrubbed}")
             return
         reply, duration_ms = message.value
         assert isinstance(reply, ModelReply)
+        ids = unique_call_ids([c.id for c in reply.tool_calls])  # one id, one call
         calls = [
-            ToolCall(
-                id=c.id or f"call_{uuid.uuid4().hex[:8]}",
-                name=c.name,
-                arguments=self._gateway.scrub(c.arguments),
-            )
-            for c in reply.tool_calls
+            ToolCall(id=call_id, name=c.name, arguments=self._gateway.scrub(c.arguments))
+            for call_id, c in zip(ids, reply.tool_calls, strict=True)
         ]
-        recorded = self.emit(
-            [
-                ModelReplied(
-                    turn_id=turn.turn_id,
-                    iteration=turn.iteration,
-                    text=self._gateway.scrub(reply.text),
-                    tool_calls=calls,
-                    usage=reply.usage,
-                    stop_reason=reply.stop_reason,
-                    duration_ms=duration_ms,
-                )
-            ],
-            correlation_id=turn.turn_id,
-        )
-        self._turn_trace().model_replied(
-            model=self.model.name,
-            provider=self.model.provider,
+        usage, model, cost_usd = self._meter.replied(self.model.name, reply)
+        replied = ModelReplied(
+            turn_id=turn.turn_id,
+            iteration=turn.iteration,
+            text=self._gateway.scrub(reply.text),
+            tool_calls=calls,
+            usage=usage,
             stop_reason=reply.stop_reason,
-            usage=reply.usage,
             duration_ms=duration_ms,
-            position=recorded[0].position,
+            model=model,
+            cost_usd=cost_usd,
         )
-        if not calls:
-            self._complete_turn(reply.text)
-            return
-        ctx = self.caller()
-        for tool_call in calls:
-            self._apply_step(tool_call.id, self._gateway.begin(ctx, tool_call))
+        trace = self._turn_trace()
+
+        def durable(records: Sequence[RecordedEvent]) -> None:  # its usage, span and metrics
+            self._meter.recorded(records[0], self.state.user)
+            trace.model_replied(
+                model=self.model.name,
+                provider=self.model.provider,
+                stop_reason=reply.stop_reason,
+                usage=usage,
+                duration_ms=duration_ms,
+                position=records[0].position,
+                response_model=model,
+                cost_usd=cost_usd,
+            )
+
+        # The reply shares the commit of what it leads to: the turn's end, or the starts
+        # of its calls, durable before any of them runs (.staged_append).
+        self._stage(StagedAppend([replied], correlation_id=turn.turn_id, on_written=durable))
+        try:
+            if not calls:
+                self._complete_turn(reply.text)
+                return
+            steps = self._begin_calls(calls)
+        except BaseException:
+            self._unstage()
+            raise
+        for call_id, step in steps:
+            self._apply_step(call_id, step)
         self._continue_if_done()
+
+    def _begin_calls(self, calls: Sequence[ToolCall]) -> list[tuple[str, CallStep]]:
+        """Decide each call of the staged reply; the reply and the events of every
+        decision are one append, made before any call runs (the steps come back without
+        their events)."""
+        ctx = self.caller()
+        steps: list[tuple[str, CallStep]] = []
+        for tool_call in calls:
+            step = self._gateway.begin(ctx, tool_call)
+            if step.events:
+                self._stage(StagedAppend(list(step.events)))
+                step = msgspec.structs.replace(step, events=[])
+            steps.append((tool_call.id, step))
+        self._append_staged()
+        return steps
 
     def _apply_step(self, call_id: str, step: CallStep) -> None:
         turn, active = self.state.turn, self._active
@@ -405,9 +525,28 @@ class Session(EventSourcedActor[SessionState]):
             events = self._gateway.interrupted(self.caller(), call_id, name, str(message.error))
         else:
             events = message.value.events
-        if events:
+        if not events:
+            self._continue_if_done()
+            return
+        last = not active.futures and not active.tickets and set(turn.pending_calls) <= {call_id}
+        if not last:  # never held while other calls run: durable now
             self.emit(events, correlation_id=turn.turn_id)
-        self._continue_if_done()
+            self._continue_if_done()
+            return
+        # The last result shares the next request's commit, made now (.staged_append).
+        result = StagedAppend(list(events), correlation_id=turn.turn_id)
+        self._stage(result)
+        try:
+            self._continue_if_done()
+        except BaseException as exc:
+            self._unstage()
+            # Planning the request failed before its append: the result goes in on its
+            # own (the call may have had an effect). After a store error the failed append
+            # decides, and settling reads the log again.
+            if not (result.written or isinstance(exc, EventStoreError)):
+                self.emit(result.events, correlation_id=turn.turn_id)
+            raise
+        self._append_staged()  # nothing took it (never by design): on its own then
 
     def _on_approval(self, call_id: str, decision: ApprovalOutcome, by: str) -> bool:
         turn, active = self.state.turn, self._active
@@ -455,6 +594,26 @@ class Session(EventSourcedActor[SessionState]):
             active.reply.set_error(TurnFailedError(reason, text))
         self._next_turn()
 
+    def _stop_for_budget(self, exceeded: BudgetExceeded) -> None:
+        """The next request would pass a budget: it is not sent, the turn fails, and a
+        person waiting for the reply gets the budget's message in its place."""
+        turn, active = self.state.turn, self._active
+        assert turn is not None
+        events: list[Event] = [
+            exceeded,
+            TurnFailed(turn_id=turn.turn_id, reason="budget_exceeded", message=exceeded.message),
+        ]
+        if turn.outbox_kind:
+            resumed = active is not None and active.resumed
+            events.append(self._posted(exceeded.message, turn.outbox_kind, resumed=resumed))
+        ended = self.emit(events, correlation_id=turn.turn_id, causation_id=turn.turn_id)
+        reason = f"budget_exceeded: {exceeded.message}"
+        self._turn_ended(turn.turn_id, "failed", ended[1].position, reason)
+        self._active = None
+        if active is not None and active.reply is not None:
+            active.reply.set_error(TurnFailedError("budget_exceeded", exceeded.message))
+        self._next_turn()
+
     def _post(self, message: PostMessage) -> int:
         turn = self.state.turn
         if turn is None or self._active is None:
@@ -469,6 +628,201 @@ class Session(EventSourcedActor[SessionState]):
         causation = message.call_id or turn.turn_id
         recorded = self.emit([event], correlation_id=turn.turn_id, causation_id=causation)
         return recorded[0].position
+
+    # -- compaction (actors.agents.compaction) -----------------------------------------
+    def _compact_in_turn(self, fixed: int, turn_id: str, iteration: int) -> bool:
+        """Compact before request ``iteration`` when the plan says so. True while its
+        summary is being written (the request then follows, from :meth:`_on_summary`)."""
+        pending = self._summary
+        if pending is not None and pending.key == f"{turn_id}:summary:{iteration}":
+            return True  # already being written for this request
+        compaction = self._compactor.plan(
+            self.state,
+            fixed,
+            trigger="threshold",
+            turn_id=turn_id,
+            iteration=iteration,
+            conversation_chars=self._measure.chars(self.state),
+        )
+        if compaction is None:
+            return False
+        if compaction.summary is None:  # recorded with the request it shrinks
+            self._stage(StagedAppend([compaction.event], correlation_id=turn_id))
+            return False
+        refused = summary_over_budget(self._meter, compaction, self.state, time.time())
+        if refused is not None:  # the turn goes on uncompacted (actors.agents.summary_budget)
+            self._stage(StagedAppend(list(refused), correlation_id=turn_id))
+            return False
+        assert self._active is not None
+        self._append_staged()  # the turn's start is durable before the summarizer's call
+        key = f"{turn_id}:summary:{iteration}"
+        if pending is not None:  # an older turn's summary: its answer will be ignored
+            pending.trace.abandoned()
+        traced = SummaryTrace(self._turn_trace().summary_parent())
+        with traced.current():  # the summarizer's own I/O spans nest in its span
+            future = self.pipe(compaction.summary.run(), "summary", key=key, correlation_id=turn_id)
+        self._active.futures[key] = future
+        self._summary = _Summary(key, compaction, future)
+        self._summary.trace = traced
+        return True
+
+    def _on_summary(self, message: Piped) -> None:
+        pending = self._summary
+        if pending is None or pending.key != message.key:
+            return
+        self._summary = None
+        compaction = pending.compaction
+        if not pending.manual:
+            active = self._active
+            if active is None or active.futures.pop(message.key, None) is None:
+                pending.trace.abandoned()
+                return  # the turn ended (cancelled) while its summary was being written
+            recorded = self.emit(
+                compaction.outcome(message.value, message.error, self._gateway.scrub),
+                correlation_id=compaction.event.turn_id,
+            )
+            pending.trace.recorded(recorded)
+            for item in recorded:  # the summarizer's usage counts in the day's ledger
+                self._meter.recorded(item, self.state.user)
+            self._request_model()
+            return
+        try:
+            recorded = self.emit(
+                compaction.outcome(message.value, message.error, self._gateway.scrub)
+            )
+        except Exception as exc:
+            pending.trace.abandoned()
+            if pending.reply is not None:
+                pending.reply.set_error(exc)
+            raise
+        pending.trace.recorded(recorded)
+        for item in recorded:
+            self._meter.recorded(item, self.state.user)
+        if pending.reply is not None:
+            info = self.state.last_compaction
+            if info is not None and info.failure:
+                pending.reply.set_error(_compaction_failed(self.path, info))
+            else:
+                pending.reply.set(info)
+        self._next_turn()
+
+    def _compact_now(self, carrier: dict[str, str] | None = None) -> Any:
+        """``System.compact``: prune and summarize now, whatever the estimate (its summary's
+        span under the caller's, ``carrier``)."""
+        self._refuse_if_busy("compacted")
+        compaction = self._compactor.plan(
+            self.state,
+            self._fixed_chars(),
+            trigger="manual",
+            turn_id="",
+            iteration=0,
+            conversation_chars=self._measure.chars(self.state),
+        )
+        if compaction is None:
+            return None
+        if compaction.summary is None:
+            self.emit([compaction.event])
+            return self.state.last_compaction
+        refused = summary_over_budget(self._meter, compaction, self.state, time.time())
+        if refused is not None:
+            self.emit(refused)
+            reply = self.defer_reply()
+            if reply is not None:
+                reply.set_error(refused_for_budget(self.path, refused))
+            return DEFERRED
+        key = f"manual:{self.version}"
+        traced = SummaryTrace.called(carrier)
+        with traced.current():
+            future = self.pipe(compaction.summary.run(), "summary", key=key)
+        self._summary = _Summary(key, compaction, future)
+        self._summary.trace = traced
+        self._summary.manual = True
+        self._summary.reply = self.defer_reply()
+        return DEFERRED
+
+    def _clear(self, by: str) -> bool:
+        """``System.clear``: a fresh context from here (the log keeps the history)."""
+        self._refuse_if_busy("cleared")
+        if not self.state.messages:
+            return False
+        self.emit([SessionCleared(by=by, messages=len(self.state.messages))])
+        return True
+
+    def _refuse_if_busy(self, what: str) -> None:
+        turn = self.state.turn
+        if turn is not None or self._active is not None:
+            turn_id = turn.turn_id if turn is not None else "starting"
+            raise Rejected(
+                f"{self.path} is in turn {turn_id}: it can be {what} once the turn ends "
+                "(or after cancelling it)"
+            )
+        if self._summary is not None and self._summary.manual:
+            raise Rejected(f"{self.path} is being compacted: try again once that has ended")
+
+    def _fixed_chars(self) -> int:
+        ctx = self.caller()
+        return fixed_chars(self.prompt.system_prompt(self.config, ctx), self._gateway.specs(ctx))
+
+    # -- staged events (actors.agents.staged_append) ----------------------------------
+    def emit(
+        self,
+        events: Sequence[Event],
+        *,
+        correlation_id: str | None = None,
+        causation_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> list[RecordedEvent]:
+        """Append ``events`` after what is staged, in one append; return ``events``' records."""
+        staged, self._staged = self._staged, None
+        if staged is None:
+            return super().emit(
+                events,
+                correlation_id=correlation_id,
+                causation_id=causation_id,
+                idempotency_key=idempotency_key,
+            )
+        assert staged.held is not None
+        self.state = staged.held  # the append folds the recorded events into the log's state
+        try:
+            recorded = super().emit(
+                [*staged.events, *events],
+                correlation_id=staged.correlation_id or correlation_id,
+                causation_id=staged.causation(causation_id),
+                idempotency_key=idempotency_key,
+            )
+        except BaseException:
+            self._measure.forget()  # it measured the staged messages, maybe not written
+            raise
+        staged.appended(recorded[: len(staged.events)])
+        if staged.opens_turn:  # the turn's start is durable
+            self._settle_tries, self._unstarted = 0, None
+        return recorded[len(staged.events) :]
+
+    def _stage(self, staged: StagedAppend) -> None:
+        """Hold ``staged``'s events for the step's next append, folded into a scratch
+        state meanwhile (the state folded from the log is set aside)."""
+        current = self._staged
+        if current is None:
+            staged.held, self.state = self.state, scratch_state(self.state)
+            self._staged = staged
+        else:
+            current.merge(staged)
+        read = staged_reader(self._gateway)
+        for event in staged.events:
+            self.state = apply_session_event(self.state, event, read)
+
+    def _append_staged(self) -> None:
+        """Append what is staged on its own (it must be durable before what follows)."""
+        if self._staged is not None:
+            self.emit([])
+
+    def _unstage(self) -> None:
+        """Drop what is staged (the step failed before its append): the state is the
+        log's again."""
+        staged, self._staged = self._staged, None
+        if staged is not None and staged.held is not None:
+            self.state = staged.held
+            self._measure.forget()  # it measured the staged messages
 
     # -- helpers ------------------------------------------------------------------------
     def _turn_trace(self) -> TurnTrace:
@@ -506,7 +860,8 @@ class Session(EventSourcedActor[SessionState]):
         if not restarted:
             if not self._counted_active and metrics_enabled():
                 self._counted_active = True
-                instruments().sessions_active.add(1, {METRIC_AGENT: self.config.key})
+                meters = instruments()
+                meters.add(meters.sessions_active, 1, {METRIC_AGENT: self.config.key})
             if self.state.turn is not None:
                 self.actor_ref.tell(ResumeTurn())
             return
@@ -534,6 +889,13 @@ class Session(EventSourcedActor[SessionState]):
         self._active = None
         self._queue.clear()
         self._count_stop()
+        summary, self._summary = self._summary, None
+        if summary is not None:
+            summary.trace.abandoned()
+        if summary is not None and summary.manual:
+            summary.future.cancel()
+            if summary.reply is not None:
+                summary.reply.set_error(ActorDead(f"{self.path} stopped before compacting"))
         if active is not None:
             for future in active.futures.values():
                 future.cancel()
@@ -582,9 +944,9 @@ class Session(EventSourcedActor[SessionState]):
             self._counted_active = False
             meters = instruments()
             attributes = {METRIC_AGENT: self.config.key}
-            meters.sessions_active.add(-1, attributes)
+            meters.add(meters.sessions_active, -1, attributes)
             if self._passivating:
-                meters.sessions_passivated.add(1, attributes)
+                meters.add(meters.sessions_passivated, 1, attributes)
 
     def _close_open_calls(self, reason: str, keep: frozenset[str] = frozenset()) -> None:
         turn = self.state.turn
@@ -601,8 +963,10 @@ class Session(EventSourcedActor[SessionState]):
     def _resume_turn(self) -> None:
         """Continue a turn found unfinished after a process restart (nobody awaits it).
 
-        Calls that were running are recorded as interrupted (they may or may not have
-        had their effect, and are not run twice); calls waiting for an approval wait
+        Calls that were running are run again with the same idempotency key when their
+        tool is side-effect free or idempotent, else recorded as interrupted (they may or
+        may not have had their effect); each decision is an event
+        (:mod:`.resume_calls`). Calls waiting for an approval wait
         again; a model reply that ended the turn but was not yet recorded as its end
         completes it."""
         turn = self.state.turn
@@ -614,11 +978,17 @@ class Session(EventSourcedActor[SessionState]):
             self._resume_in_flight(turn)
 
     def _resume_in_flight(self, turn: TurnState) -> None:
-        if turn.sender.startswith("delegate:"):
-            # Its link records the delegation as interrupted when it starts again and tells
-            # the source so: finishing the turn here would do the work a second time for
-            # nobody. It ends as interrupted instead.
-            self._close_open_calls("interrupted by a restart; the call may not have finished")
+        if turn.sender.startswith("delegate:") and turn.outbox_kind != "delegation":
+            # A worker's delegated turn (an announcement in the caller's session is from
+            # ``delegate:{id}`` too, with outbox kind "delegation": it resumes). Its link
+            # records the delegation as interrupted when it starts again and tells the
+            # source so: finishing the turn here would do the work a second time for
+            # nobody. It ends as interrupted instead, and so does each call in flight.
+            ended = interrupt_delegated_calls(
+                self._gateway, self.caller(), turn, self.state.messages
+            )
+            if ended:
+                self.emit(ended, correlation_id=turn.turn_id)
             self._fail_turn(
                 "interrupted", "a restart interrupted this delegated turn; its link records it"
             )
@@ -629,9 +999,15 @@ class Session(EventSourcedActor[SessionState]):
             self._complete_turn(last.content)
             return
         waiting = frozenset(turn.awaiting_approval)
-        self._close_open_calls(
-            "interrupted by a restart; the call may not have finished", keep=waiting
+        explain = delegation_reasons(self.runtime, self.config.key)  # a sync delegate call
+        resumed = decide_resumed_calls(
+            self._gateway, self.caller(), turn, self.state.messages, explain
         )
+        if resumed.events:  # each decision before anything is done with its call
+            self.emit(resumed.events, correlation_id=turn.turn_id)
+        self._close_open_calls(INTERRUPTED_REASON, keep=waiting | resumed.rerun_ids)
+        for tool_call in resumed.rerun:  # same call id and turn: the same idempotency key
+            self._apply_step(tool_call.id, self._gateway.begin(self.caller(), tool_call))
         if waiting:
             calls = next(m for m in reversed(self.state.messages) if m.role == "assistant")
             ctx = self.caller()
@@ -777,6 +1153,7 @@ class Session(EventSourcedActor[SessionState]):
             and self.state.turn is None
             and not self._queue
             and self._unsettled is None
+            and self._summary is None
         )
 
     def _status(self) -> SessionStatus:
@@ -793,6 +1170,17 @@ class Session(EventSourcedActor[SessionState]):
             turns_failed=self.state.turns_failed,
             awaiting_approval=list(turn.awaiting_approval) if turn else [],
             messages=len(self.state.messages),
+            context_tokens=estimate_tokens(
+                self._fixed_chars() + self._measure.chars(self.state),
+                self.state.chars_per_token,
+            ),
+            context_window=self._compactor.context_window,
+            compact_at_tokens=self._compactor.compact_at,
+            last_input_tokens=self.state.last_input_tokens,
+            tokens_used=self.state.spent_tokens,
+            chars_per_token=self.state.chars_per_token,
+            compactions=self.state.compactions,
+            last_compaction=self.state.last_compaction,
         )
 
 
@@ -800,6 +1188,16 @@ async def _timed(coro: Any) -> tuple[Any, float]:
     started = time.perf_counter()
     value = await coro
     return value, (time.perf_counter() - started) * 1000
+
+
+def _compaction_failed(path: str, info: CompactionInfo) -> CompactionFailedError:
+    pruned = f"{info.pruned} old tool results were pruned; " if info.pruned else ""
+    return CompactionFailedError(
+        f"the summary of {path} could not be written by {info.model!r} ({info.failure}); "
+        f"{pruned}nothing was summarized. Try again, or give the agent another summarizer "
+        "(System.register_agent(..., summarizer=...))",
+        kind=info.failure.split(":", 1)[0],
+    )
 
 
 def _failure_reason(exc: Exception) -> TurnFailureReason:

@@ -9,17 +9,24 @@ import msgspec
 from clawlog.events import Event
 from clawlog.events.domain.session import (
     ChatMessage,
+    CompactionFailed,
     ModelFailed,
     ModelReplied,
     ModelRequested,
+    SessionCleared,
+    SessionCompacted,
     SessionStarted,
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
     TurnStarted,
 )
+from clawlog.events.domain.tool import ToolCallResumeDecided
 
-__all__ = ["SessionState", "TurnState", "apply_session_event"]
+from .context_size import calibrated_ratio
+from .pruning import apply_pruning, summary_message
+
+__all__ = ["CompactionInfo", "SessionState", "TurnState", "apply_session_event"]
 
 
 class TurnState(msgspec.Struct, kw_only=True):
@@ -36,6 +43,31 @@ class TurnState(msgspec.Struct, kw_only=True):
     skip_quality_gates: bool = msgspec.field(default=False, name="skip_hooks")
     #: The outbox kind of the turn's reply ("" = only for the asker).
     outbox_kind: str = ""
+    #: call_id -> how many times a restart ran the call again (actors.agents.resume_calls).
+    reruns: dict[str, int] = msgspec.field(default_factory=dict)
+    #: A summary failed in this turn: it is not tried again before the turn ends.
+    summary_failed: bool = False
+
+
+class CompactionInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """One compaction of a session's conversation (a ``session.compacted``, or a
+    ``session.compaction_failed``), as ``System.compact`` and the status report it."""
+
+    #: "threshold" | "manual"
+    trigger: str
+    #: The turn it happened in ("" between turns).
+    turn_id: str = ""
+    #: Tool results pruned, and turns replaced by the summary (0: none summarized).
+    pruned: int = 0
+    summarized_turns: int = 0
+    #: The estimated prompt before and after, and the window, in tokens.
+    tokens_before: int = 0
+    tokens_after: int = 0
+    context_window: int = 0
+    #: The summarizer model ("" when nothing was summarized).
+    model: str = ""
+    #: "kind: message" when the summarizer failed ("" otherwise).
+    failure: str = ""
 
 
 class SessionState(msgspec.Struct, kw_only=True):
@@ -53,6 +85,28 @@ class SessionState(msgspec.Struct, kw_only=True):
     last_reply: str = ""
     #: The id of the last turn whose end (completed, failed, cancelled) is in the stream.
     last_ended_turn: str = ""
+    #: What the session's model replies cost: tokens (input + output) and estimated US
+    #: dollars (the session budget, actors.agents.budgets).
+    spent_tokens: int = 0
+    spent_usd: float = 0.0
+    #: turn_id -> index in ``messages`` of the turn's first message, for the turns whose
+    #: messages are there word for word (a summary replaces whole turns).
+    turn_starts: dict[str, int] = msgspec.field(default_factory=dict)
+    #: Characters per token, calibrated by the latest reported usage (0: not yet;
+    #: actors.agents.context_size), and the measure of the latest request.
+    chars_per_token: float = 0.0
+    last_prompt_chars: int = 0
+    #: The latest request's prompt tokens as the provider reported them.
+    last_input_tokens: int = 0
+    compactions: int = 0
+    last_compaction: CompactionInfo | None = None
+    #: ``messages[0]`` is the summary a compaction wrote (known from the fold, never from
+    #: the text: a user can type the summary's header; actors.agents.pruning).
+    summary_first: bool = False
+    #: Bumped whenever the fold changes the conversation other than by appending to it
+    #: (a compaction, a clear): a measure kept beside the state starts over then
+    #: (actors.agents.context_size.ConversationMeasure).
+    conversation_edits: int = 0
 
 
 #: Maps a tool event to (call_id, the tool message for the conversation or None, approval
@@ -70,6 +124,7 @@ def apply_session_event(
             state.channel, state.chat_id, state.user = event.channel, event.chat_id, event.user
             state.parent, state.depth = event.parent, event.depth
         case TurnStarted():
+            state.turn_starts[event.turn_id] = len(state.messages)
             prefix = "" if event.sender == "user" else f"[{event.sender}] "
             state.messages.append(ChatMessage(role="user", content=prefix + event.text))
             state.turn = TurnState(
@@ -85,14 +140,22 @@ def apply_session_event(
         case ModelRequested() if state.turn is not None:
             state.turn.iteration = event.iteration
             state.turn.awaiting = "model"
+            state.last_prompt_chars = event.prompt_chars
         case ModelReplied() if state.turn is not None:
             state.messages.append(
                 ChatMessage(role="assistant", content=event.text, tool_calls=list(event.tool_calls))
             )
             state.turn.pending_calls = {c.id: c.name for c in event.tool_calls}
             state.turn.awaiting = "tools" if event.tool_calls else "done"
+            state.spent_tokens += event.usage.input_tokens + event.usage.output_tokens
+            state.spent_usd += event.cost_usd or 0.0
+            _calibrate(state, event)
         case ModelFailed():
             pass
+        case SessionCompacted() | CompactionFailed() | SessionCleared():
+            _apply_compaction_event(state, event)
+        case ToolCallResumeDecided(decision="rerun") if state.turn is not None:
+            state.turn.reruns[event.call_id] = event.attempt
         case TurnCompleted():
             state.turn, state.last_reply = None, event.reply
             state.turns_completed += 1
@@ -104,6 +167,76 @@ def apply_session_event(
         case _:
             _apply_tool_event(state, event, read_tool_event)
     return state
+
+
+def _calibrate(state: SessionState, event: ModelReplied) -> None:
+    if event.usage.estimated or event.usage.input_tokens <= 0:
+        return
+    state.last_input_tokens = event.usage.input_tokens
+    ratio = calibrated_ratio(state.last_prompt_chars, event.usage.input_tokens)
+    if ratio is not None:
+        state.chars_per_token = ratio
+
+
+def _apply_compaction_event(
+    state: SessionState, event: SessionCompacted | CompactionFailed | SessionCleared
+) -> None:
+    match event:
+        case SessionCleared():
+            state.messages, state.turn_starts, state.summary_first = [], {}, False
+            state.conversation_edits += 1
+            return
+        case CompactionFailed():
+            if state.turn is not None and state.turn.turn_id == event.turn_id:
+                state.turn.summary_failed = True
+            info = _info(event)
+            last = state.last_compaction
+            if event.pruned and last is not None and last.trigger == event.trigger:
+                # Its pruning was recorded just before, in the same append: one compaction.
+                info = msgspec.structs.replace(last, failure=info.failure)
+            state.last_compaction = info
+            return
+    state.messages = apply_pruning(state.messages, event.pruned)
+    state.conversation_edits += 1
+    if event.summarized_turns:
+        _summarize(state, event.summary, event.kept_from_turn)
+    state.spent_tokens += event.usage.input_tokens + event.usage.output_tokens
+    state.spent_usd += event.cost_usd or 0.0
+    state.compactions += 1
+    state.last_compaction = _info(event)
+
+
+def _summarize(state: SessionState, summary: str, kept_from_turn: str) -> None:
+    """The messages before ``kept_from_turn`` ("": all) become one summary message."""
+    if kept_from_turn and kept_from_turn not in state.turn_starts:
+        return  # the turn's start is not in this conversation (cleared since)
+    cut = state.turn_starts[kept_from_turn] if kept_from_turn else len(state.messages)
+    state.messages = [summary_message(summary), *state.messages[cut:]]
+    state.summary_first = True
+    state.turn_starts = {
+        turn_id: start - cut + 1 for turn_id, start in state.turn_starts.items() if start >= cut
+    }
+
+
+def _info(event: SessionCompacted | CompactionFailed) -> CompactionInfo:
+    if isinstance(event, CompactionFailed):
+        return CompactionInfo(
+            trigger=event.trigger,
+            turn_id=event.turn_id,
+            pruned=event.pruned,
+            model=event.model,
+            failure=f"{event.kind}: {event.message}",
+        )
+    return CompactionInfo(
+        trigger=event.trigger,
+        turn_id=event.turn_id,
+        pruned=len(event.pruned),
+        summarized_turns=len(event.summarized_turns),
+        tokens_before=event.tokens_before,
+        tokens_after=event.tokens_after,
+        context_window=event.context_window,
+        model=event.model,
+    )
 
 
 def _apply_tool_event(state: SessionState, event: Event, read: ToolEventReader) -> None:

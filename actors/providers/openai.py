@@ -1,111 +1,76 @@
-"""An OpenAI-compatible chat-completions client (``POST {base}/chat/completions``)."""
+"""An OpenAI-compatible chat-completions client (``POST {base}/chat/completions``).
+
+The wire format lives in :mod:`.openai_wire`, the streamed reply's assembly in
+:mod:`.openai_stream`. Streaming asks for the usage block at the end of the stream
+(``stream_options.include_usage``).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-import msgspec
+import httpx
 
-from ..errors import MalformedReply
-from .base import ChatMessage, ModelReply, ModelRequest, ToolCall, Usage
-from .http import HttpProvider
+from .base import ModelReply, ModelRequest
+from .http import HttpProvider, StreamAssembler
+from .openai_stream import OpenAIStreamAssembler
+from .openai_wire import parse_reply, request_body
+from .retry import RetryPolicy
 
 __all__ = ["OpenAIChatModel"]
 
 
 class OpenAIChatModel(HttpProvider):
+    """The chat-completions API of OpenAI and the servers compatible with it.
+
+    ``max_completion_tokens``: None picks by the model's name
+    (:func:`.openai_wire.uses_max_completion_tokens`); True or False forces it for a model
+    the names do not cover (a deployment alias, a compatible server).
+    """
+
     provider = "openai"
     default_base_url = "https://api.openai.com/v1"
     path = "/chat/completions"
+    default_api_key_env = "OPENAI_API_KEY"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str | None = None,
+        api_key_env: str | None = None,
+        base_url: str | None = None,
+        retry: RetryPolicy | None = None,
+        timeout_s: float = 60.0,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        max_completion_tokens: bool | None = None,
+    ) -> None:
+        super().__init__(
+            model=model,
+            api_key=api_key,
+            api_key_env=api_key_env,
+            base_url=base_url,
+            retry=retry,
+            timeout_s=timeout_s,
+            headers=headers,
+            transport=transport,
+        )
+        self.max_completion_tokens = max_completion_tokens
 
     def _headers(self) -> dict[str, str]:
-        return {"authorization": f"Bearer {self._api_key}"}
+        return {"authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
-    async def complete(self, request: ModelRequest) -> ModelReply:
-        return parse_reply(await self._call(request_body(request)))
+    def _request_body(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        body = request_body(request, max_completion_tokens=self.max_completion_tokens)
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return body
 
+    def _parse_reply(self, data: Any) -> ModelReply:
+        return parse_reply(data)
 
-def request_body(request: ModelRequest) -> dict[str, Any]:
-    messages: list[dict[str, Any]] = []
-    if request.system:
-        messages.append({"role": "system", "content": request.system})
-    messages.extend(_message(m) for m in request.messages)
-    body: dict[str, Any] = {
-        "model": request.model,
-        "messages": messages,
-        "max_tokens": request.max_tokens,
-    }
-    if request.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": t.name,
-                    "description": t.description,
-                    "parameters": t.parameters,
-                },
-            }
-            for t in request.tools
-        ]
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
-    return body
-
-
-def _message(message: ChatMessage) -> dict[str, Any]:
-    if message.role == "tool":
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-    if message.role == "assistant" and message.tool_calls:
-        return {
-            "role": "assistant",
-            "content": message.content or None,
-            "tool_calls": [
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
-                }
-                for c in message.tool_calls
-            ],
-        }
-    return {"role": message.role, "content": message.content}
-
-
-def parse_reply(data: Any) -> ModelReply:
-    try:
-        choice = data["choices"][0]
-        message = choice["message"]
-        text = message.get("content") or ""
-        calls = [_tool_call(c) for c in message.get("tool_calls") or []]
-        usage = data.get("usage") or {}
-        if not isinstance(text, str):
-            raise TypeError("message.content is not a string")
-        return ModelReply(
-            text=text,
-            tool_calls=calls,
-            stop_reason=choice.get("finish_reason") or "",
-            usage=Usage(
-                input_tokens=int(usage.get("prompt_tokens", 0)),
-                output_tokens=int(usage.get("completion_tokens", 0)),
-            ),
-            model=str(data.get("model", "")),
-        )
-    except MalformedReply:
-        raise
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
-        raise MalformedReply(
-            f"openai reply is missing or mistypes a field: {type(exc).__name__}: {exc}"
-        ) from exc
-
-
-def _tool_call(raw: dict[str, Any]) -> ToolCall:
-    function = raw["function"]
-    arguments = function.get("arguments") or "{}"
-    try:
-        if not isinstance(msgspec.json.decode(arguments), dict):
-            raise MalformedReply(f"tool call {raw.get('id')} arguments are not a JSON object")
-    except msgspec.DecodeError as exc:
-        raise MalformedReply(
-            f"tool call {raw.get('id')} arguments are not valid JSON: {arguments[:200]!r}"
-        ) from exc
-    return ToolCall(id=str(raw["id"]), name=str(function["name"]), arguments=arguments)
+    def _assembler(self) -> StreamAssembler:
+        return OpenAIStreamAssembler()

@@ -6,21 +6,28 @@ model = ScriptedModel([
 ])
 # or a function of the conversation:
 model = ScriptedModel(lambda request: reply(f"you said {request.messages[-1].content}"))
+
+It streams too (``model.stream(request)``): a reply's text comes in a few deltas, then the
+reply; a :func:`stream_cut` step delivers its partial text, then raises ModelStreamCut.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Sequence
 from typing import Any
 
 import msgspec
 
-from ..errors import ModelError, ScriptExhausted
-from .base import ModelReply, ModelRequest, ToolCall, Usage
+from ..errors import ModelError, ModelStreamCut, ScriptExhausted
+from .base import ModelReply, ModelRequest, TextDelta, ToolCall, Usage, check_tool_choice
 
-__all__ = ["ScriptStep", "ScriptedModel", "call", "calls", "reply"]
+__all__ = ["ScriptStep", "ScriptedModel", "call", "calls", "reply", "stream_cut"]
+
+#: How many deltas a scripted text streams in, at most.
+STREAM_PIECES = 3
 
 _ids = itertools.count(1)
 ScriptStep = ModelReply | ModelError | Callable[[ModelRequest], "ModelReply | ModelError"]
@@ -48,6 +55,19 @@ def calls(
         call_id = ids[index] if ids else f"call_{next(_ids)}"
         tool_calls.append(ToolCall(id=call_id, name=name, arguments=raw))
     return ModelReply(text=text, tool_calls=tool_calls, stop_reason="tool_calls")
+
+
+def stream_cut(partial_text: str, message: str = "the scripted stream was cut") -> ModelStreamCut:
+    """A step whose stream delivers ``partial_text`` and then breaks off (``complete``
+    raises it at once, as a request whose stream broke before its end)."""
+    return ModelStreamCut(message, partial_text=partial_text)
+
+
+def pieces(text: str, count: int = STREAM_PIECES) -> list[str]:
+    """``text`` cut at word boundaries into at most ``count`` pieces that join back to it."""
+    words = re.findall(r"\S+\s*|\s+", text)
+    size = max(1, -(-len(words) // count))
+    return ["".join(words[i : i + size]) for i in range(0, len(words), size)]
 
 
 class ScriptedModel:
@@ -85,6 +105,27 @@ class ScriptedModel:
             return len(self._steps) - self._next
 
     async def complete(self, request: ModelRequest) -> ModelReply:
+        outcome = self._take(request)
+        if isinstance(outcome, ModelError):
+            raise outcome
+        return outcome
+
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[TextDelta | ModelReply, None]:
+        """The next reply's text in a few deltas, then the reply (one script step, as
+        ``complete``); a :func:`stream_cut` step yields its partial text, then raises."""
+        outcome = self._take(request)
+        if isinstance(outcome, ModelStreamCut):
+            for piece in pieces(outcome.partial_text):
+                yield TextDelta(piece)
+            raise outcome
+        if isinstance(outcome, ModelError):
+            raise outcome
+        for piece in pieces(outcome.text):
+            yield TextDelta(piece)
+        yield outcome
+
+    def _take(self, request: ModelRequest) -> ModelReply | ModelError:
+        check_tool_choice(request)
         with self._lock:
             self.requests.append(request)
             if self._function is not None:
@@ -97,7 +138,4 @@ class ScriptedModel:
                     f"the scripted model {self._name!r} has no reply left "
                     f"(it had {len(self._steps)})"
                 )
-        outcome = step(request) if callable(step) else step
-        if isinstance(outcome, ModelError):
-            raise outcome
-        return outcome
+        return step(request) if callable(step) else step

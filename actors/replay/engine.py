@@ -6,7 +6,10 @@ step with the recording ("what would have happened if" with a changed config or 
 
 A throwaway System on ``memory:`` runs the real Session actor and tool pipeline with the
 recorded agent config (or the caller's), a :class:`ReplayModel` (or the caller's model)
-and a :class:`ReplayGateway`: no tool executes and the source log is only read.
+and a :class:`ReplayGateway`: no tool executes and the source log is only read. It uses
+the application's model catalog when given (``model_catalog=``, as ``System.open``'s): a
+recorded config with a cost budget needs its model's price, and the session's context
+window and estimated costs come from it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 import msgspec
 
 from clawlog.events import LogReader, RecordedEvent
+from clawlog.events.domain.session import SessionCleared
 from clawlog.events.folds.custom_tool import CustomToolDefinitions
 from clawlog.events.logging import get_logger
 from clawlog.events.streams import agent_stream, custom_tools_stream, session_stream
@@ -25,12 +29,22 @@ from clawlog.tools import ApprovalConfig, PolicyConfig
 from clawlog.tools.custom import CustomTool
 from clawlog.tools.exec import ExecTool
 
+from ..agents.compaction import COMPACTOR
 from ..agents.config import AgentConfig
 from ..agents.messages import SendMessage
 from ..agents.prompt import PromptBuilder
-from ..errors import NothingRecorded, ReplayError, TurnCancelledError, TurnFailedError
+from ..errors import (
+    CompactionFailedError,
+    InvalidArgument,
+    NothingRecorded,
+    ReplayError,
+    TurnCancelledError,
+    TurnFailedError,
+)
 from ..providers.base import Model
+from ..providers.catalog import ModelCatalog
 from ..system import System
+from .compactions import RecordedCompactions, between_turns
 from .compare import Divergence, compare_turn
 from .prompt import recorded_prompt
 from .recording import (
@@ -38,11 +52,13 @@ from .recording import (
     config_before,
     parse_turns,
     read_session,
-    read_stream,
 )
 from .serving import ContextNote, RecordedTool, ReplayGateway, ReplayModel
 
 __all__ = ["KNOWN_TOOLS", "ConfigChange", "RerunReport", "deny_tools", "rerun"]
+
+#: Events read per page when reading a replayed turn back.
+_PAGE = 1000
 
 _log = get_logger(__name__)
 
@@ -69,6 +85,9 @@ class RerunReport(msgspec.Struct, frozen=True, kw_only=True):
     #: True when the config differed from the recorded one; the model served, and why.
     config_changed: bool = False
     model: str = "recorded"
+    #: Recorded compactions (``session.compacted``) served again: a re-run compacts its
+    #: conversation where the recording did, with the recorded summaries.
+    compactions: int = 0
 
 
 def deny_tools(*names: str) -> Callable[[AgentConfig], AgentConfig]:
@@ -95,6 +114,7 @@ async def rerun(
     approvals: ApprovalConfig | None = None,
     prompt: PromptBuilder | None = None,
     turn_timeout: float = 120.0,
+    model_catalog: ModelCatalog | None = None,
 ) -> RerunReport:
     """Re-run turns ``first_turn``..``last_turn`` (1-based, inclusive) of a session.
 
@@ -102,7 +122,9 @@ async def rerun(
     and approval rules; never executed); a tool the recording offered and nobody passed
     is built from :data:`KNOWN_TOOLS` or gets a stand-in taking any arguments.
     ``policy`` / ``approvals`` are the System-wide tool policy and approval config to
-    decide with.
+    decide with. ``model_catalog`` is the application's (``System.open(model_catalog=)``;
+    default: ``ModelCatalog.default()``): pass it when the recorded config has a cost
+    budget on a model only it prices.
     """
     stream = session_stream(agent, session_key)
     events = await read_session(source, stream)
@@ -126,20 +148,32 @@ async def rerun(
     named = {getattr(tool, "name", None) for tool in tools}
     custom = await custom_tools_before(source, agent, chosen[0].position)
     tools = [*tools, *(tool for tool in custom if tool.name not in named)]
-    async with System.open("memory:", approvals=approvals) as system:
+    async with System.open("memory:", approvals=approvals, model_catalog=model_catalog) as system:
         if policy is not None:
             system.runtime.services["tool_policy"] = policy
         if prefix:
             await system.store.append(stream, [e.event for e in prefix], 0)
+        compactions = RecordedCompactions([e for e in events if e.position >= chosen[0].position])
+        system.runtime.services[COMPACTOR] = compactions
         gateway = _gateway(system, chosen_config, tools, chosen)
-        await system.register_agent(
-            chosen_config, model or replay_model, gateway=gateway, prompt=prompt
-        )
+        try:
+            await system.register_agent(
+                chosen_config, model or replay_model, gateway=gateway, prompt=prompt
+            )
+        except InvalidArgument as exc:
+            if exc.parameter != "budgets":
+                raise
+            raise ReplayError(
+                f"the re-run cannot register agent {agent!r}: {exc.problem}. Pass the "
+                "application's catalog: rerun(..., model_catalog=...), or clawlog replay "
+                "--rerun ... --model-catalog FILE"
+            ) from None
         report = await _replay(system, stream, chosen, replay_model, turn_timeout, first_turn)
     report = msgspec.structs.replace(
         report,
         config_changed=chosen_config != recorded_config,
         model="recorded" if model is None else model.name,
+        compactions=compactions.served,
     )
     _log.info(
         "re-run finished",
@@ -217,6 +251,8 @@ async def _replay(
     compared: list[RecordedTurn] = []
     divergence: Divergence | None = None
     for number, recorded in enumerate(turns, start=first_turn):
+        if number > first_turn:  # the first one's are in the copied prefix
+            await _redo_between(system, agent, session_key, recorded.before)
         replay_model.start_turn(recorded.turn_id)
         started = recorded.started
         message = SendMessage(
@@ -229,9 +265,12 @@ async def _replay(
             turn_id=started.turn_id,
             skip_quality_gates=started.skip_quality_gates,
         )
+        # The turn's events follow what the stream holds now: only they are read back
+        # (reading the whole stream after each turn made a re-run quadratic).
+        first_version = await system.store.stream_version(stream) + 1
         with contextlib.suppress(TurnFailedError, TurnCancelledError):
             await supervisor.ask(message, turn_timeout)  # a failed turn is compared too
-        now = _turn(await read_stream(system.store, stream), recorded.turn_id)
+        now = _turn(await _read_from(system.store, stream, first_version), recorded.turn_id)
         compared.append(recorded)
         divergence = compare_turn(number, recorded, now)
         if divergence is not None:
@@ -251,6 +290,29 @@ async def _replay(
         ),
         context=list(replay_model.notes),
     )
+
+
+async def _redo_between(
+    system: System, agent: str, session_key: str, before: Sequence[Any]
+) -> None:
+    """Clear and compact the session again where the recording did between two turns
+    (the compactions are served from the log: see :mod:`.compactions`)."""
+    for step in between_turns(before):
+        if isinstance(step, SessionCleared):
+            await system.clear(agent, session_key, by=step.by)
+        else:
+            with contextlib.suppress(CompactionFailedError):  # recorded again, as it was
+                await system.compact(agent, session_key)
+
+
+async def _read_from(log: LogReader, stream: str, version: int) -> list[RecordedEvent]:
+    """The events of ``stream`` from ``version`` on."""
+    events: list[RecordedEvent] = []
+    while page := await log.read_stream(stream, version + len(events), _PAGE):
+        events.extend(page)
+        if len(page) < _PAGE:
+            break
+    return events
 
 
 def _turn(events: list[RecordedEvent], turn_id: str) -> RecordedTurn:

@@ -18,9 +18,12 @@ from clawlog.events import Event, LogReader, RecordedEvent
 from clawlog.events.domain.agent import AgentRegistered
 from clawlog.events.domain.session import (
     ChatMessage,
+    CompactionFailed,
     ModelFailed,
     ModelReplied,
     ModelRequested,
+    SessionCleared,
+    SessionCompacted,
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
@@ -132,6 +135,9 @@ class RecordedTurn:
     end_position: int = 0
     #: Position of the last event of the turn (the place a missing or extra step is at).
     last_position: int = 0
+    #: Clears and on-demand compactions recorded after the turn before ended, before this
+    #: one started (a re-run does them again, in order).
+    before: list[Event] = field(default_factory=list)
 
     @property
     def turn_id(self) -> str:
@@ -150,6 +156,7 @@ def parse_turns(recorded: Sequence[RecordedEvent]) -> list[RecordedTurn]:
     reader = PipelineGateway(AgentConfig(key="replay"), [])
     state = SessionState()
     turns: list[RecordedTurn] = []
+    between: list[Event] = []
     for item in recorded:
         event, position = item.event, item.position
         if not isinstance(event, Event):
@@ -157,8 +164,10 @@ def parse_turns(recorded: Sequence[RecordedEvent]) -> list[RecordedTurn]:
         turn = turns[-1] if turns and turns[-1].end is None else None
         match event:
             case TurnStarted():
-                turns.append(RecordedTurn(started=event, position=position))
-                turn = turns[-1]
+                turns.append(RecordedTurn(started=event, position=position, before=between))
+                turn, between = turns[-1], []
+            case SessionCleared() | SessionCompacted() | CompactionFailed() if turn is None:
+                between.append(event)
             case ModelRequested() if turn is not None:
                 messages = list(state.messages)
                 turn.iterations.append(RecordedIteration(event, position, messages))

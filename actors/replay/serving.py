@@ -53,6 +53,7 @@ _FAILURES: dict[str, type[model_errors.ModelError]] = {
         model_errors.ModelBadRequest,
         model_errors.MalformedReply,
         model_errors.ScriptExhausted,
+        model_errors.ModelStreamCut,
     )
 }
 

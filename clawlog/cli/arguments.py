@@ -26,11 +26,14 @@ _SNAPSHOTS = (
     "board",
     "routes",
     "delegations",
+    "lineage",
     "audit",
+    "usage",
     "mcp",
     "tools",
     "rebuild",
     "doctor",
+    "verify",
 )
 
 _DESCRIPTION = """\
@@ -62,9 +65,9 @@ damaged logs:
 
 exit status:
   0 done (also when --skip-corrupt skipped rows), 1 a replay --rerun diverged, a
-  projection failed during a rebuild, doctor found damage (or stdout was closed
-  early), 2 a usage error or a problem with the log (one line on stderr), 130
-  interrupted."""
+  projection failed during a rebuild, doctor found damage, verify found a break in
+  the hash chain (or stdout was closed early), 2 a usage error or a problem with the
+  log (one line on stderr), 130 interrupted."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -121,7 +124,7 @@ def build_parser() -> _Parser:
     parser.commands = {}
     for name, summary, details, add_arguments in _COMMANDS:
         command = commands.add_parser(name, help=summary, description=f"{summary}. {details}")
-        _add_global_options(command, top=False, json=name != "demo")
+        _add_global_options(command, top=False, json=name not in ("demo", "ui", "timeline"))
         if add_arguments is not None:
             add_arguments(command)
         parser.commands[name] = command
@@ -147,7 +150,22 @@ def _add_delegations(delegations: argparse.ArgumentParser) -> None:
     delegations.add_argument(
         "--overdue", action="store_true", help="only those past their deadline without an outcome"
     )
+    delegations.add_argument(
+        "--unreturned",
+        action="store_true",
+        help="every delegation and subagent result that never reached its caller (finished "
+        "but not delivered included), read from the log",
+    )
     _add_window(delegations, rows="delegations")
+
+
+def _add_lineage(lineage: argparse.ArgumentParser) -> None:
+    lineage.add_argument(
+        "id",
+        metavar="ID",
+        help="a delegation id (dg-...), a subagent task id (sa-...), the tool call that asked "
+        "(delegate, spawn or handoff) or the caller's turn id (every request of that turn)",
+    )
 
 
 def _add_window(
@@ -244,8 +262,34 @@ def _add_tail(tail: argparse.ArgumentParser) -> None:
 
 def _add_audit(audit: argparse.ArgumentParser) -> None:
     audit.add_argument("--tool", metavar="NAME", help="only calls of this tool (exec)")
+    audit.add_argument("--agent", metavar="KEY", help="only calls of this agent's sessions")
     audit.add_argument("--refused", action="store_true", help="only refused calls")
+    audit.add_argument(
+        "--what-if",
+        metavar="POLICY_FILE",
+        help="decide every recorded call again under this policy (.toml or .json) and list "
+        "the calls whose outcome would change, both ways, with totals (--limit: rows listed); "
+        "the policy's digest shown is --agent's (as its verdicts record it), else the global "
+        "one",
+    )
     _add_window(audit, rows="calls")
+
+
+def _add_usage(usage: argparse.ArgumentParser) -> None:
+    usage.add_argument("--agent", metavar="KEY", help="only this agent's model replies")
+    usage.add_argument(
+        "--session", metavar="KEY", help="only the replies of sessions with this session key"
+    )
+    usage.add_argument(
+        "--by",
+        choices=("agent", "session", "model", "day"),
+        default="agent",
+        help="one row per agent (default), session, model or UTC day",
+    )
+    _add_window(usage, rows="replies recorded", limit=False)
+    usage.add_argument(
+        "--limit", type=_count, default=0, metavar="N", help="at most N rows (0: all)"
+    )
 
 
 def _add_tools(tools: argparse.ArgumentParser) -> None:
@@ -323,6 +367,13 @@ def _add_replay(command: argparse.ArgumentParser) -> None:
         "--from-turn", type=int, default=1, metavar="N", help="first turn to re-run (default 1)"
     )
     rerun.add_argument("--to-turn", type=int, metavar="N", help="last turn (default: the last)")
+    rerun.add_argument(
+        "--model-catalog",
+        metavar="FILE",
+        help="JSON file of the application's models and prices, added to the default "
+        'catalog ({"models": [{"name": ..., "context_window": ..., ...}]}): needed when '
+        "the agent has a cost budget on a model only the application prices",
+    )
 
 
 def _add_export_otel(command: argparse.ArgumentParser) -> None:
@@ -357,6 +408,77 @@ def _count(text: str) -> int:
     return value
 
 
+def _port(text: str) -> int:
+    value = _count(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"not a port (0 to 65535): {text!r}")
+    return value
+
+
+def _add_ui(ui: argparse.ArgumentParser) -> None:
+    ui.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default: 127.0.0.1, this machine only; any other "
+        "needs --token)",
+    )
+    ui.add_argument(
+        "--port", type=_port, default=8765, help="the port (default: 8765; 0: any free one)"
+    )
+    ui.add_argument(
+        "--token",
+        default=None,
+        help="a secret every request must carry (the printed URL has it); required "
+        "to listen on an address other than loopback",
+    )
+
+
+def _add_timeline(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--html",
+        required=True,
+        metavar="FILE",
+        help="write the timeline to FILE: one self-contained HTML page (no external assets)",
+    )
+    filters = command.add_argument_group("filters (all must match)")
+    filters.add_argument("--correlation", metavar="ID", help="correlation id (a turn, a job)")
+    filters.add_argument(
+        "--agent", metavar="KEY", help="an agent's streams and the events that name it"
+    )
+    filters.add_argument(
+        "--session",
+        metavar="STREAM",
+        help="one stream (session/lead/demo-user, subagent/sa-1), or a prefix ending in /",
+    )
+    filters.add_argument(
+        "--type",
+        action="append",
+        dest="types",
+        metavar="TYPE",
+        help="event type, or a family such as 'tool.*'; repeat for several",
+    )
+    filters.add_argument(
+        "--since",
+        type=parse_point,
+        metavar="WHEN",
+        help="from this log position (1200), ISO time (2026-11-25T09:30) or @EPOCH seconds on",
+    )
+    filters.add_argument(
+        "--until",
+        type=parse_point,
+        metavar="WHEN",
+        help="before this position, ISO time or @EPOCH seconds (exclusive)",
+    )
+    filters.add_argument(
+        "-n",
+        "--limit",
+        type=_count,
+        default=0,
+        metavar="N",
+        help="at most N events: the last N, or the first N from --since on (default 10000)",
+    )
+
+
 def _add_doctor(doctor: argparse.ArgumentParser) -> None:
     doctor.add_argument(
         "db",
@@ -365,6 +487,60 @@ def _add_doctor(doctor: argparse.ArgumentParser) -> None:
         metavar="LOG",
         help="the log to examine (the same as --db)",
     )
+
+
+def _add_verify(verify: argparse.ArgumentParser) -> None:
+    verify.add_argument(
+        "--from",
+        dest="from_position",
+        type=_position,
+        default=1,
+        metavar="POS",
+        help="check from this position on, trusting the hash stored at the one before",
+    )
+    what = verify.add_mutually_exclusive_group()
+    what.add_argument(
+        "--head",
+        action="store_true",
+        help="print the head's position and hash (to anchor elsewhere; --json: a checkpoint)",
+    )
+    what.add_argument(
+        "--sign",
+        metavar="KEYFILE",
+        help="check the chain, then print the head as a checkpoint signed with this Ed25519 "
+        "private key (PEM)",
+    )
+    what.add_argument(
+        "--checkpoint",
+        metavar="FILE",
+        help="also check the log against a checkpoint (--head --json or --sign output): "
+        "the chain must reproduce its hash at its position",
+    )
+    what.add_argument(
+        "--new-key",
+        metavar="FILE",
+        help="write a new Ed25519 key pair: FILE (private, mode 600) and FILE.pub",
+    )
+    verify.add_argument(
+        "--public-key",
+        metavar="PUB",
+        help="the Ed25519 public key (PEM) that must have signed --checkpoint",
+    )
+    verify.add_argument(
+        "--upgrade",
+        action="store_true",
+        help="open an SQLite log for writing first: a log from before the chain gets one",
+    )
+
+
+def _position(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"not a log position (1 or more): {text!r}")
+    return value
 
 
 _SNAPSHOT_JSON = "--json prints one JSON document."
@@ -394,7 +570,34 @@ _COMMANDS: tuple[tuple[str, str, str, Callable[[argparse.ArgumentParser], None] 
         _SNAPSHOT_JSON,
         _add_delegations,
     ),
-    ("audit", "tool calls: refusals, approvals and outcomes", _SNAPSHOT_JSON, _add_audit),
+    (
+        "lineage",
+        "one request's chain: the turn that asked, who worked, what came back, where it landed",
+        "For a delegation, a subagent task or a handoff: the asking turn and call (agent, "
+        "session, position), the target's turns, the outcome and its position, and the "
+        "caller's turn or call end that received it, or 'not delivered'. Read from the log. "
+        "An ID no request has is an error (exit status 2). --json prints one JSON array.",
+        _add_lineage,
+    ),
+    (
+        "audit",
+        "tool calls: refusals, approvals, outcomes and verdicts; --what-if: under another policy",
+        "--json prints one JSON document (with --what-if: {policy, agent, digest, changes, "
+        "totals}, where digest is the policy's for --agent KEY, as KEY's recorded verdicts "
+        "carry it; without --agent, global_digest: over every agent, matching no verdict). "
+        "--what-if lists the recorded calls another policy would decide differently (exit "
+        "status 0 whatever changes); the totals follow the table, on stderr off a terminal.",
+        _add_audit,
+    ),
+    (
+        "usage",
+        "model tokens and estimated cost: totals per agent, session, model or day",
+        "Tokens as the providers reported them (est.: replies without a report, estimated); "
+        "costs estimated from the model catalog's prices when each reply was recorded "
+        "(unpriced: replies of models without a price). --limit counts groups. On a "
+        "terminal a last row sums them. --json prints one JSON array.",
+        _add_usage,
+    ),
     ("mcp", "MCP servers: state, transport, tools, last error", _SNAPSHOT_JSON, _add_mcp),
     (
         "tools",
@@ -427,6 +630,21 @@ _COMMANDS: tuple[tuple[str, str, str, Callable[[argparse.ArgumentParser], None] 
         _add_export_otel,
     ),
     (
+        "ui",
+        "serve a read-only web console over the log: pages, a live timeline, the audit",
+        "Prints its URL. Loopback by default; --host elsewhere needs --token, checked on "
+        "every request (401 without it). Never writes the log; follows it while writers run.",
+        _add_ui,
+    ),
+    (
+        "timeline",
+        "write the swimlane timeline to one self-contained HTML file, for a bug report",
+        "The console's timeline (lanes per actor, tool calls by outcome, arrows for "
+        "delegations, subagents and handoffs; zoom; a click shows the events as JSON) with "
+        "its styles, script and events inlined: it opens offline and makes no request.",
+        _add_timeline,
+    ),
+    (
         "doctor",
         "examine a log: SQLite's integrity check, the schema, a decode of every event",
         "Lists each problem (a corrupt event: its position, stream, type and what is wrong; "
@@ -434,5 +652,14 @@ _COMMANDS: tuple[tuple[str, str, str, Callable[[argparse.ArgumentParser], None] 
         "2 the log cannot be examined. --json prints {log, integrity, schema, rows, "
         "corrupt, damaged, unread, healthy}.",
         _add_doctor,
+    ),
+    (
+        "verify",
+        "check the log's hash chain: the first edited, deleted, inserted or moved event",
+        "Exit status 0 intact, 1 a break (one line naming its position and kind), 2 the "
+        "log cannot be checked. --head prints the head to anchor elsewhere; --sign and "
+        "--checkpoint sign it and check the log against it later. --json prints one JSON "
+        "document.",
+        _add_verify,
     ),
 )

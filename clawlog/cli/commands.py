@@ -35,6 +35,16 @@ async def run_command(args: argparse.Namespace) -> int:
         # Not through open_log: the doctor also examines a log the store refuses to open
         # (a missing table, a truncated file), and opens a PostgreSQL log itself.
         return await doctor(args.db, as_json=args.json)
+    if args.command == "ui":
+        if args.json:
+            raise CliError("ui serves web pages; it has no --json output")
+        from .ui import serve
+
+        return await serve(args)  # opens the log itself, before it listens
+    if args.command == "verify":
+        from .verify import verify
+
+        return await verify(args)  # opens the log itself (--upgrade: for writing)
     async with open_log(args.db) as store:
         return await _READERS[args.command](store, args)
 
@@ -87,15 +97,58 @@ async def _delegations(store: EventStore, args: argparse.Namespace) -> int:
     from .readers import delegations
 
     form = listing_format(args.json)
+    if args.unreturned:
+        from .lineage import unreturned_listing
+
+        if args.overdue:
+            raise CliError("give --overdue or --unreturned, not both")
+        await unreturned_listing(store, form=form, window=_window(args))
+        return 0
     await delegations(store, overdue=args.overdue, form=form, window=_window(args))
     return 0
 
 
+async def _lineage(store: EventStore, args: argparse.Namespace) -> int:
+    from .lineage import lineage
+
+    return await lineage(store, args.id, as_json=args.json)
+
+
 async def _audit(store: EventStore, args: argparse.Namespace) -> int:
+    form = listing_format(args.json)
+    if args.what_if is not None:
+        from .what_if import what_if
+
+        if args.refused:
+            raise CliError("--refused lists recorded refusals; --what-if lists changes: use one")
+        await what_if(
+            store, args.what_if, agent=args.agent, tool=args.tool, form=form, window=_window(args)
+        )
+        return 0
     from .readers import audit
 
-    form = listing_format(args.json)
-    await audit(store, tool=args.tool, refused=args.refused, form=form, window=_window(args))
+    await audit(
+        store,
+        tool=args.tool,
+        agent=args.agent,
+        refused=args.refused,
+        form=form,
+        window=_window(args),
+    )
+    return 0
+
+
+async def _usage(store: EventStore, args: argparse.Namespace) -> int:
+    from .usage import usage
+
+    await usage(
+        store,
+        by=args.by,
+        agent=args.agent,
+        session=args.session,
+        form=listing_format(args.json),
+        window=_window(args),
+    )
     return 0
 
 
@@ -175,6 +228,12 @@ async def _export_otel(store: EventStore, args: argparse.Namespace) -> int:
     return await export_otel(store, args)
 
 
+async def _timeline(store: EventStore, args: argparse.Namespace) -> int:
+    from .timeline import export_timeline
+
+    return await export_timeline(store, args)
+
+
 async def _tools(store: EventStore, args: argparse.Namespace) -> int:
     from .tools import tools
 
@@ -189,10 +248,13 @@ _READERS = {
     "board": _board,
     "routes": _routes,
     "delegations": _delegations,
+    "lineage": _lineage,
     "audit": _audit,
+    "usage": _usage,
     "mcp": _mcp,
     "tools": _tools,
     "rebuild": _rebuild,
     "replay": _replay,
     "export-otel": _export_otel,
+    "timeline": _timeline,
 }

@@ -66,6 +66,10 @@ _HISTORY_LINES: dict[str, Any] = {
     "reply": lambda e: (e.who, e.text),
     "failed": lambda e: ("failed", e.text),
     "cancelled": lambda e: ("cancelled", f"cancelled by {e.who}"),
+    "compacted": lambda e: ("compacted", e.text),
+    "compaction_failed": lambda e: ("compaction_failed", e.text),
+    "cleared": lambda e: ("cleared", f"{e.text} (by {e.who})"),
+    "resume_decided": lambda e: ("tool.call_resume_decided", f"{e.who}: {e.text[:200]}"),
 }
 
 
@@ -222,13 +226,49 @@ async def delegations(
 
 
 #: The audit's columns: in the table, and as the keys of each JSON row.
-#: ``pos``: the call's first event, what ``--since POSITION`` pages on.
-_AUDIT_COLUMNS = ["pos", "call", "tool", "stream", "outcome", "step", "reason", "approval"]
-_AUDIT_KEYS = ["position", "call_id", "tool", "stream", "outcome", "step", "reason", "approval"]
+#: ``pos``: the call's first event, what ``--since POSITION`` pages on. ``verdict``: the
+#: step and rule that refused the call or let it run; ``policy``: the digest of the
+#: policy that decided (both empty for calls recorded before verdicts). ``reruns`` and
+#: ``resume``: how many times a restart ran the call again with the same key, and its
+#: latest resume decision (both empty when no restart found the call in flight).
+_AUDIT_COLUMNS = [
+    "pos",
+    "call",
+    "tool",
+    "stream",
+    "outcome",
+    "step",
+    "reason",
+    "approval",
+    "verdict",
+    "policy",
+    "reruns",
+    "resume",
+]
+_AUDIT_KEYS = [
+    "position",
+    "call_id",
+    "tool",
+    "stream",
+    "outcome",
+    "step",
+    "reason",
+    "approval",
+    "verdict",
+    "policy_digest",
+    "reruns",
+    "resume_decision",
+]
 
 
 async def audit(
-    store: EventStore, *, tool: str | None, refused: bool, form: Format, window: Window = EVERY_ROW
+    store: EventStore,
+    *,
+    tool: str | None,
+    refused: bool,
+    form: Format,
+    window: Window = EVERY_ROW,
+    agent: str | None = None,
 ) -> None:
     """One row per tool call: requested, then how it ended and why."""
     skipped = Skipped() if window.skip_corrupt else None
@@ -238,7 +278,12 @@ async def audit(
 
             def fetch(after: int, limit: int) -> Awaitable[list[AuditedCall]]:
                 return reader.calls(
-                    tool=tool, refused=refused, since=window.since_time, after=after, limit=limit
+                    tool=tool,
+                    agent=agent,
+                    refused=refused,
+                    since=window.since_time,
+                    after=after,
+                    limit=limit,
                 )
 
             async for c in pages(fetch, window):
@@ -256,6 +301,10 @@ def _audit_row(c: AuditedCall) -> list[Any]:
         c.refused_step or "",
         _reason(c.error_kind, c.reason),
         f"{c.decision} by {c.decided_by or '?'}" if c.decision else "",
+        f"{c.verdict_step}: {c.verdict_rule}" if c.verdict_step else "",
+        c.policy_digest or "",
+        "" if c.reruns is None else c.reruns,
+        c.resume_decision or "",
     ]
 
 

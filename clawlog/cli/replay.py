@@ -61,6 +61,8 @@ async def replay(store: EventStore, args: argparse.Namespace) -> int:
         else:
             if args.deny:
                 raise CliError("--deny goes with --rerun")
+            if args.model_catalog:
+                raise CliError("--model-catalog goes with --rerun")
             await _timeline(store, args, skipped)  # the log alone: no runtime to load
     finally:
         if skipped:
@@ -177,9 +179,12 @@ def _message_text(message: dict[str, Any]) -> str:
 async def _rerun(store: EventStore, args: argparse.Namespace) -> int:
     from clawlog.actors.replay import deny_tools, rerun
 
+    from .model_catalog import load_model_catalog
+
     agent, session_key = args.rerun
     if args.from_turn < 1 or (args.to_turn is not None and args.to_turn < args.from_turn):
         raise CliError("--from-turn starts at 1 and --to-turn is not before it")
+    catalog = load_model_catalog(args.model_catalog) if args.model_catalog else None
     report = await rerun(
         store,
         agent,
@@ -187,6 +192,7 @@ async def _rerun(store: EventStore, args: argparse.Namespace) -> int:
         first_turn=args.from_turn,
         last_turn=args.to_turn,
         config=deny_tools(*args.deny) if args.deny else None,
+        model_catalog=catalog,
     )
     if args.json:
         emit_json(report)

@@ -10,4 +10,6 @@ stream_catalog.py   StreamCatalog: every stream with its kind and position range
 subagent_tasks.py   SubagentTasks: spawned subagent tasks and how each ended
 task_boards.py      TaskBoards: team task boards and teams
 tool_audit.py       ToolAudit: each tool call with how it ended and every reason given
+usage.py            ModelUsage: model replies' tokens and estimated cost, totals by
+                    agent, session, model and day
 """

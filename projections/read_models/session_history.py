@@ -1,5 +1,15 @@
 """Session history: one row per user message, tool request, tool outcome, approval and
-reply, per session (what ``clawlog history`` shows)."""
+reply, per session (what ``clawlog history`` shows).
+
+What was done to the conversation the model is sent shows too: a compaction
+(``compacted``: how many turns were summarized and by which model, how many tool results
+pruned, the estimated prompt before and after), a summary that could not be written
+(``compaction_failed``) and a clear (``cleared``). The log keeps every message either way:
+these lines say where the model stopped seeing them whole.
+
+So does what a restart did with a tool call it found in flight (``resume_decided``): run
+again with the same idempotency key, or interrupted (the model is told).
+"""
 
 from __future__ import annotations
 
@@ -28,6 +38,10 @@ HistoryKind = Literal[
     "reply",
     "failed",
     "cancelled",
+    "compacted",
+    "compaction_failed",
+    "cleared",
+    "resume_decided",
 ]
 
 _INSERT = "INSERT INTO session_history"
@@ -36,7 +50,9 @@ _INSERT = "INSERT INTO session_history"
 class SessionHistory:
     name: ClassVar[str] = "session_history"
     #: 2: tool requests (``tool_calls``) and approvals are lines of their own.
-    version: ClassVar[int] = 2
+    #: 3: compactions and clears (``compacted``, ``compaction_failed``, ``cleared``).
+    #: 4: what a restart did with each call in flight (``resume_decided``).
+    version: ClassVar[int] = 4
     table_names = ("session_history",)
     tables = (
         """CREATE TABLE IF NOT EXISTS session_history (
@@ -52,11 +68,15 @@ class SessionHistory:
         "session.turn_failed",
         "session.turn_cancelled",
         "session.model_replied",
+        "session.compacted",
+        "session.compaction_failed",
+        "session.cleared",
         "tool.approval_requested",
         "tool.approval_decided",
         "tool.call_completed",
         "tool.call_failed",
         "tool.call_refused",
+        "tool.call_resume_decided",
     )
 
     def handle(self, conn: sqlite3.Connection, recorded: RecordedEvent) -> None:
@@ -96,12 +116,71 @@ _LINES: dict[str, Callable[[Any, str], tuple[HistoryKind, str, str]]] = {
     "tool.call_completed": lambda e, stream: ("tool", e.tool, e.for_llm[:2000]),
     "tool.call_failed": lambda e, stream: ("tool_failed", e.tool, e.message[:2000]),
     "tool.call_refused": lambda e, stream: ("tool_refused", e.tool, f"{e.step}: {e.reason}"),
+    "session.compacted": lambda e, stream: ("compacted", "clawlog", compacted_text(e)),
+    "session.compaction_failed": lambda e, stream: (
+        "compaction_failed",
+        "clawlog",
+        compaction_failed_text(e),
+    ),
+    "session.cleared": lambda e, stream: ("cleared", e.by, cleared_text(e)),
+    "tool.call_resume_decided": lambda e, stream: ("resume_decided", e.tool, resumed_text(e)),
 }
+
+#: How a compaction came about, as a history line says it.
+_TRIGGERS = {"threshold": "the context was near its window", "manual": "asked for"}
+
+
+def compacted_text(event: Any) -> str:
+    """``context compacted: 3 turns summarized by m (900 tokens, $0.0010), 2 tool results
+    pruned; ~9,000 -> ~4,000 tokens of 16,000 (the context was near its window)``."""
+    done: list[str] = []
+    if event.summarized_turns:
+        turns = len(event.summarized_turns)
+        by = f" by {event.model}" if event.model else ""
+        cost = f", ${event.cost_usd:.4f}" if event.cost_usd is not None else ""
+        used = event.usage.input_tokens + event.usage.output_tokens
+        done.append(f"{_count(turns, 'turn')} summarized{by} ({used:,} tokens{cost})")
+    if event.pruned:
+        done.append(f"{_count(len(event.pruned), 'tool result')} pruned")
+    window = f" of {event.context_window:,}" if event.context_window else ""
+    why = _TRIGGERS.get(event.trigger, event.trigger)
+    return (
+        f"context compacted: {', '.join(done) or 'nothing changed'}; "
+        f"~{event.tokens_before:,} -> ~{event.tokens_after:,} tokens{window} ({why})"
+    )
+
+
+def compaction_failed_text(event: Any) -> str:
+    """``summary not written by m (server_error: ...); 2 tool results pruned``."""
+    by = f" by {event.model}" if event.model else ""
+    pruned = f"; {_count(event.pruned, 'tool result')} pruned" if event.pruned else ""
+    return f"summary not written{by} ({event.kind}: {event.message[:500]}){pruned}"
+
+
+def cleared_text(event: Any) -> str:
+    return (
+        f"context cleared: {_count(event.messages, 'earlier message')} no longer sent to "
+        "the model (the log keeps them)"
+    )
+
+
+def resumed_text(event: Any) -> str:
+    """``after a restart: run again with the same key (idempotent side effects, re-run
+    1)``, or ``after a restart: interrupted (external side effects): why``."""
+    effects = f"{event.side_effects} side effects"
+    if event.decision == "rerun":
+        return f"after a restart: run again with the same key ({effects}, re-run {event.attempt})"
+    return f"after a restart: interrupted ({effects}): {event.reason[:500]}"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}" + ("" if number == 1 else "s")
 
 
 class HistoryEntry(msgspec.Struct, frozen=True):
     """One line of a session's history. ``who``: the sender, the agent (reply,
-    tool_calls) or the tool."""
+    tool_calls), the tool (tool lines, resume_decided), ``clawlog`` (compacted,
+    compaction_failed) or who cleared."""
 
     position: int
     stream: str

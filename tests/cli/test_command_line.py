@@ -23,13 +23,18 @@ COMMANDS = [
     "board",
     "routes",
     "delegations",
+    "lineage",
     "audit",
+    "usage",
     "mcp",
     "rebuild",
     "replay",
     "doctor",
     "tools",
     "export-otel",
+    "verify",
+    "ui",
+    "timeline",
 ]
 
 

@@ -193,6 +193,7 @@ def test_history_since_a_position_or_a_time(mixed: str) -> None:
         ("audit",),
         ("audit", "--refused"),
         ("audit", "--tool", "exec"),
+        ("usage", "--by", "session"),
         ("mcp", "--all"),
     ],
     ids=" ".join,
@@ -237,7 +238,7 @@ def test_off_a_terminal_a_listing_is_tab_separated_under_one_header(tmp_path: Pa
 def test_an_empty_listing_is_its_header_line_or_an_empty_json_list(mixed: str) -> None:
     done = clawlog("audit", "--tool", "no-such-tool", "--db", mixed)
     assert done.returncode == 0 and done.stdout.splitlines() == [
-        "pos\tcall\ttool\tstream\toutcome\tstep\treason\tapproval"
+        "pos\tcall\ttool\tstream\toutcome\tstep\treason\tapproval\tverdict\tpolicy\treruns\tresume"
     ]
     assert document(mixed, "audit", "--tool", "no-such-tool") == []
     board = document(mixed, "board", "team1", "--since", "@4000000000")

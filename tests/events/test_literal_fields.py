@@ -36,7 +36,7 @@ from clawlog.events.domain.mcp import (
     McpConnecting,
     McpServerConfigured,
 )
-from clawlog.events.domain.session import TurnFailed
+from clawlog.events.domain.session import BudgetExceeded, TurnFailed
 from clawlog.events.domain.tool import (
     ToolAllowlistChanged,
     ToolApprovalDecided,
@@ -88,7 +88,10 @@ WRITTEN: dict[tuple[type[Event], str], tuple[str, ...]] = {
         "append_refused",
         "store_unavailable",
         "store_error",
+        "budget_exceeded",
     ),
+    (BudgetExceeded, "scope"): ("session", "agent", "user"),
+    (BudgetExceeded, "metric"): ("tokens", "cost_usd"),
     (SubagentSpawned, "mode"): ("async", "sync"),
     (DelegationRequested, "mode"): ("sync", "async"),
     (DelegationFailed, "reason"): (

@@ -41,19 +41,20 @@ def test_projections_import_events_only_never_actors_or_tools() -> None:
 #: version that decides a rebuild, and its tables. Renaming a class or a module must leave
 #: these alone, or a views file built before would be rebuilt or left unread.
 PERSISTED = {
-    "SessionHistory": ("session_history", 2, ("session_history",)),
-    "ToolAudit": ("tool_audit", 2, ("tool_audit", "tool_audit_reasons")),
+    "SessionHistory": ("session_history", 4, ("session_history",)),
+    "ToolAudit": ("tool_audit", 4, ("tool_audit", "tool_audit_reasons")),
     "StreamCatalog": ("stream_catalog", 1, ("stream_catalog",)),
     "ActorLifecycle": ("actor_lifecycle", 1, ("actor_lifecycle", "actor_incidents")),
     "TaskBoards": ("task_boards", 3, ("task_boards", "teams")),
     "HandoffRoutes": ("handoff_routes", 2, ("handoff_routes",)),
-    "Delegations": ("delegations", 2, ("delegations",)),
+    "Delegations": ("delegations", 3, ("delegations",)),
     "SubagentTasks": ("subagent_tasks", 2, ("subagent_tasks",)),
     "McpHealth": (
         "mcp_health",
         1,
         ("mcp_health", "mcp_tools", "mcp_grants", "mcp_access_requests"),
     ),
+    "ModelUsage": ("usage", 2, ("usage_calls", "usage_sessions")),
 }
 
 #: The projection each reader waits on: the same checkpoint keys.
@@ -62,6 +63,7 @@ READS = {
     "DelegationReader": "delegations",
     "HandoffRouteReader": "handoff_routes",
     "McpHealthReader": "mcp_health",
+    "ModelUsageReader": "usage",
     "SessionHistoryReader": "session_history",
     "StreamCatalogReader": "stream_catalog",
     "SubagentTaskReader": "subagent_tasks",

@@ -24,6 +24,7 @@ from clawlog.projections import (
     DelegationReader,
     HandoffRouteReader,
     McpHealthReader,
+    ModelUsageReader,
     ProjectionRunner,
     ReadModels,
     SessionHistoryReader,
@@ -39,6 +40,12 @@ MOMENT = 1.0e9
 STREAM = "session/agent1/user1"
 
 Query = Callable[[ReadModels], Awaitable[Any]]
+
+
+def _usage(by: Any, **options: Any) -> Query:
+    return lambda m: ModelUsageReader(m).totals(by, **options)
+
+
 #: (what it is, the reader call, the index the plan must use, or None for any SEARCH).
 #: The first group is what the CLI asks: its indexes are pinned.
 SHAPES: list[tuple[str, Query, str | None]] = [
@@ -79,6 +86,29 @@ SHAPES: list[tuple[str, Query, str | None]] = [
     ("mcp --server grants", lambda m: McpHealthReader(m).grants("server1"), None),
     ("board", lambda m: TaskBoardReader(m).board("team1"), "task_boards_order"),
     ("routes", lambda m: HandoffRouteReader(m).routes(), "handoff_routes_position"),
+    *[
+        (f"usage --by {by}", _usage(by), f"usage_by_{'stream' if by == 'session' else by}")
+        for by in ("agent", "session", "model", "day")
+    ],
+    *[
+        (f"usage --agent --by {by}", _usage(by, agent="agent1"), index)
+        for by, index in (
+            ("agent", "usage_by_agent"),
+            ("session", "usage_by_agent"),
+            ("model", "usage_agent_model"),
+            ("day", "usage_agent_day"),
+        )
+    ],
+    *[
+        (f"usage --session --by {by}", _usage(by, session="user1"), f"usage_session_{index}")
+        for by, index in (
+            ("agent", "agent"),
+            ("session", "stream"),
+            ("model", "model"),
+            ("day", "day"),
+        )
+    ],
+    ("usage --since", _usage("day", since=MOMENT, after="2001-01-01"), "usage_by_day"),
     # The rest of the readers' listings.
     ("audit --agent", lambda m: ToolAuditReader(m).calls(agent="agent1"), "tool_audit_agent"),
     (

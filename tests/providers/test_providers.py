@@ -153,7 +153,7 @@ async def test_anthropic_request_shape_and_reply(server: WireServer) -> None:
     assert sent["body"] == {
         "model": "m-1",
         "max_tokens": 300,
-        "system": "Be brief.",
+        "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
         "messages": [
             {"role": "user", "content": "define claw"},
             {
@@ -176,7 +176,12 @@ async def test_anthropic_request_shape_and_reply(server: WireServer) -> None:
             },
         ],
         "tools": [
-            {"name": "lookup", "description": "Look a word up", "input_schema": TOOL.parameters}
+            {
+                "name": "lookup",
+                "description": "Look a word up",
+                "input_schema": TOOL.parameters,
+                "cache_control": {"type": "ephemeral"},
+            }
         ],
     }
     assert answer.text == "Checking. "

@@ -197,3 +197,30 @@ async def test_state_as_of_folds_the_session_and_the_agent_config(
     assert agent.state.config["key"] == "main" and agent.state.registrations == 1
     with pytest.raises(ReplayError, match="no state is known"):
         await stream_state_as_of(store, "system/guardian")
+
+
+async def test_a_turn_whose_stream_was_cut_reruns_to_a_match(tmp_path: Path) -> None:
+    """A recorded ``stream_cut`` failure is served back as the same kind, not a plain
+    ModelError, so the re-run of a session whose stream was cut still matches."""
+    from clawlog.actors import System, TurnFailedError
+    from clawlog.actors.providers import stream_cut
+
+    path = tmp_path / "cut.db"
+    key = "u-cut"
+    async with System.open(path) as system:
+        model = ScriptedModel([stream_cut("half a rep"), reply("whole reply")])
+        await system.register_agent(AgentConfig(key="main"), model)
+        with pytest.raises(TurnFailedError, match="stream_cut"):
+            async with system.stream("main", key, "first") as turn:
+                async for _ in turn:
+                    pass
+        assert await system.send("main", key, "second") == "whole reply"
+    async with await open_store(path) as store:
+        kinds = [
+            e.event.kind
+            for e in await store.read_stream(f"session/main/{key}")
+            if e.type == "session.model_failed"
+        ]
+        assert kinds == ["stream_cut"]
+        report = await rerun(store, "main", key)
+    assert report.matched, report.divergence
