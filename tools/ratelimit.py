@@ -1,5 +1,14 @@
-"""Rate limits for tool calls: per session (seed 000 §9) and per (user, tool) (seed 004
+"""Rate limits for tool calls: per session (seed 001 §15) and per (user, tool) (seed 004
 §4.13), as exact sliding windows. A refusal says which window and when to retry.
+
+Nothing is limited unless configured. Seed 001 (which supersedes 000) rate-limits a
+session's calls only "when configured"; seed 004's 60 a minute and 1000 an hour per
+(user, tool) are the defaults of a product serving many users through built-in tools,
+not of an embeddable backend whose caller decides what its tools may cost: as a default
+they throttled real work (issue 24: a benchmark turn of three quick calls hit 60 a
+minute in seconds) and refused calls no policy had asked to refuse. They remain one
+line away: ``RateLimitConfig(user_tool=SUGGESTED_USER_TOOL_WINDOWS)`` (an agent's
+``AgentConfig.rate_limits``, or a ``ToolPipeline``'s ``rate_limiter``).
 
 State is in memory (as in both seeds): a restart starts every window afresh.
 """
@@ -17,6 +26,7 @@ import msgspec
 
 __all__ = [
     "DEFAULT_USER_TOOL_WINDOWS",
+    "SUGGESTED_USER_TOOL_WINDOWS",
     "RateLimitConfig",
     "RateLimitScope",
     "RateLimitVerdict",
@@ -35,19 +45,38 @@ class Window(msgspec.Struct, frozen=True):
     limit: int
     seconds: float
 
+    def __post_init__(self) -> None:
+        if isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 0:
+            raise ValueError(
+                f"Window.limit must be a whole number of calls, 0 or more, not {self.limit!r} "
+                "(0 refuses every call)"
+            )
+        if isinstance(self.seconds, bool) or not isinstance(self.seconds, int | float):
+            raise TypeError(f"Window.seconds must be a number of seconds, not {self.seconds!r}")
+        if not self.seconds > 0 or self.seconds == float("inf"):
+            raise ValueError(
+                f"Window.seconds must be a finite number of seconds above 0, not "
+                f"{self.seconds!r} (a minute is 60.0)"
+            )
+
     def describe(self) -> str:
         span = {60.0: "minute", 3600.0: "hour", 86400.0: "day"}.get(self.seconds)
         return f"{self.limit} per {span}" if span else f"{self.limit} per {self.seconds:g} s"
 
 
-#: Seed 004 §4.13: 60 per minute and 1000 per hour, per (user, tool).
-DEFAULT_USER_TOOL_WINDOWS: tuple[Window, ...] = (Window(60, 60.0), Window(1000, 3600.0))
+#: Seed 004 §4.13's limits, 60 per minute and 1000 per hour, per (user, tool): for a
+#: deployment that wants them (``RateLimitConfig(user_tool=SUGGESTED_USER_TOOL_WINDOWS)``).
+SUGGESTED_USER_TOOL_WINDOWS: tuple[Window, ...] = (Window(60, 60.0), Window(1000, 3600.0))
+#: Per (user, tool) by default: none (seed 001: limits apply "when configured").
+DEFAULT_USER_TOOL_WINDOWS: tuple[Window, ...] = ()
 
 
 class RateLimitConfig(msgspec.Struct, frozen=True, kw_only=True):
-    #: Per session (all tools together). Empty: no session limit (seed 000: "when configured").
+    """Which calls are limited. The default limits nothing (see the module docstring)."""
+
+    #: Per session (all tools together). Empty: no session limit (seed 001: "when configured").
     session: tuple[Window, ...] = ()
-    #: Per (user, tool), unless the tool has its own entry in ``per_tool``.
+    #: Per (user, tool), unless the tool has its own entry in ``per_tool``. Empty: none.
     user_tool: tuple[Window, ...] = DEFAULT_USER_TOOL_WINDOWS
     #: Tool name -> its (user, tool) windows; an empty tuple exempts the tool.
     per_tool: dict[str, tuple[Window, ...]] = msgspec.field(default_factory=dict)

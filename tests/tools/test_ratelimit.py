@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from clawlog.tools import RateLimitConfig
-from clawlog.tools.ratelimit import DEFAULT_USER_TOOL_WINDOWS, RateLimiter, Window
+from clawlog.tools.ratelimit import (
+    DEFAULT_USER_TOOL_WINDOWS,
+    SUGGESTED_USER_TOOL_WINDOWS,
+    RateLimiter,
+    Window,
+)
 
 from .support import FakeClock
 
@@ -14,14 +19,47 @@ def limiter(clock: FakeClock, **config: object) -> RateLimiter:
     return RateLimiter(RateLimitConfig(**config), clock=clock)  # type: ignore[arg-type]
 
 
-def test_defaults_are_60_per_minute_and_1000_per_hour_per_user_and_tool() -> None:
-    assert (Window(60, 60.0), Window(1000, 3600.0)) == DEFAULT_USER_TOOL_WINDOWS
-    assert RateLimitConfig().session == ()
+def test_nothing_is_limited_unless_configured() -> None:
+    # Seed 001: the session's calls are limited "when configured"; nothing else is.
+    assert RateLimitConfig().session == () and RateLimitConfig().user_tool == ()
+    assert DEFAULT_USER_TOOL_WINDOWS == ()
+    clock = FakeClock()
+    limits = RateLimiter(clock=clock)
+    for _ in range(5000):  # far past seed 004's 60 a minute and 1000 an hour, at one instant
+        assert limits.check("main/s1", "u", "exec").allowed
+    assert limits.usage() == {}  # and nothing is remembered
+
+
+def test_seed_004s_limits_are_one_setting_away() -> None:
+    assert (Window(60, 60.0), Window(1000, 3600.0)) == SUGGESTED_USER_TOOL_WINDOWS
+    clock = FakeClock()
+    limits = limiter(clock, user_tool=SUGGESTED_USER_TOOL_WINDOWS)
+    for _ in range(60):
+        assert limits.check("main/s1", "u", "exec").allowed
+    assert not limits.check("main/s1", "u", "exec").allowed
+
+
+@pytest.mark.parametrize(
+    ("limit", "seconds", "error", "says"),
+    [
+        (-1, 60.0, ValueError, "0 or more"),
+        (1.5, 60.0, ValueError, "whole number"),
+        (True, 60.0, ValueError, "whole number"),
+        (1, 0.0, ValueError, "above 0"),
+        (1, float("inf"), ValueError, "finite"),
+        (1, "60", TypeError, "number of seconds"),
+    ],
+)
+def test_a_window_that_cannot_be_counted_is_refused(
+    limit: object, seconds: object, error: type[Exception], says: str
+) -> None:
+    with pytest.raises(error, match=says):
+        Window(limit, seconds)  # type: ignore[arg-type]
 
 
 def test_the_61st_call_in_a_minute_is_refused_with_retry_after() -> None:
     clock = FakeClock()
-    limits = limiter(clock)
+    limits = limiter(clock, user_tool=SUGGESTED_USER_TOOL_WINDOWS)
     for _ in range(60):
         assert limits.check("main/s1", "u", "exec").allowed
         clock.advance(0.5)  # 60 calls over 30 s
@@ -67,7 +105,7 @@ def test_a_refused_call_uses_no_slot() -> None:
 
 def test_the_hourly_window_refuses_after_the_minute_windows_allow() -> None:
     clock = FakeClock()
-    limits = limiter(clock)
+    limits = limiter(clock, user_tool=SUGGESTED_USER_TOOL_WINDOWS)
     for _ in range(1000):
         assert limits.check("s", "u", "web_fetch").allowed
         clock.advance(1.5)  # 40 per minute: under the minute limit
