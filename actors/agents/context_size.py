@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import msgspec
 
@@ -32,13 +32,11 @@ from clawlog.events.domain.session import ChatMessage, TextPart
 
 from ..providers.base import ToolSpec
 
-if TYPE_CHECKING:
-    from .session_state import SessionState
-
 __all__ = [
     "ATTACHMENT_CHARS",
     "DEFAULT_CHARS_PER_TOKEN",
     "MESSAGE_OVERHEAD_CHARS",
+    "Conversation",
     "ConversationMeasure",
     "calibrated_ratio",
     "estimate_tokens",
@@ -99,7 +97,7 @@ class ConversationMeasure:
         #: profiling: a session that only grows never does).
         self.recounts = 0
 
-    def chars(self, state: SessionState) -> int:
+    def chars(self, state: Conversation) -> int:
         """The measure of ``state``'s conversation (what :func:`messages_chars` gives)."""
         messages = state.messages
         count = len(messages)
@@ -122,6 +120,17 @@ class ConversationMeasure:
     def forget(self) -> None:
         """Measure the whole conversation next time (what was measured may not be in it)."""
         self._edits = -1
+
+
+class Conversation(Protocol):
+    """What :class:`ConversationMeasure` reads of a session's state
+    (:class:`~.session_state.SessionState`, which imports this module)."""
+
+    @property
+    def messages(self) -> Sequence[ChatMessage]: ...
+
+    @property
+    def conversation_edits(self) -> int: ...
 
 
 def _same(message: ChatMessage, last: ChatMessage | None) -> bool:

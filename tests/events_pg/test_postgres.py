@@ -25,6 +25,7 @@ from clawlog.events import (
     open_store,
 )
 from clawlog.events.backends.postgres import PostgresBackend
+from clawlog.events.backends.postgres_sql import append_sql
 from clawlog.events.testing import Noted
 from tests.actors.sample import Add, Added, Counter
 from tests.support.postgres import pg_ctl
@@ -84,11 +85,27 @@ async def test_a_slow_transaction_never_lets_a_reader_skip_its_position(pg_url: 
         transaction = slow.transaction()
         await transaction.start()
         await slow.execute(f"LOCK TABLE {name}.events IN EXCLUSIVE MODE")
-        await slow.execute(
-            f"INSERT INTO {name}.events (position, stream, version, type, schema_version, "
-            "payload, recorded_at) SELECT 2, 's/slow', 1, 'test.noted', 1, payload, 0 "
-            f"FROM {name}.events WHERE position = 1"
+        # Another clawlog process's append, through the log's own function (a row inserted
+        # by hand would lie past the hash chain's recorded head: refused as tampering).
+        payload = await slow.fetchval(f"SELECT payload FROM {name}.events WHERE position = 1")
+        [(kind, first, _, _)] = await slow.fetch(
+            append_sql(name),
+            ["s/slow"],
+            [NO_STREAM],
+            [1],
+            [None],
+            ["test.noted"],
+            [1],
+            [payload],
+            ["s/slow"],
+            [None],
+            [None],
+            [None],
+            [None],
+            0.0,
+            f"clawlog_{name}",  # the channel every append notifies
         )
+        assert (kind, first) == (0, 2)
         fast = asyncio.ensure_future(store.append("s/b", [Noted(text="fast")], NO_STREAM))  # type: ignore[attr-defined]
         # Wait until the fast append is queued behind the slow one's table lock: only the
         # server knows, so ask it (bounded: a lock that never comes fails the test).
