@@ -16,6 +16,14 @@ the ``clawlog.tool.approval_wait_ms`` attribute, not a child span: the wait is n
 clawlog's, the tree stays one span per call (what the export rebuilds from the same two
 events), and a trace UI still marks both instants on the call's bar.
 
+Every span carries the call's correlation id (``clawlog.correlation_id``: the turn, from
+``ToolContext.correlation_id``) and the position of its ending event. So does the span of
+work the call does that ends before that event is recorded (an MCP request, whose client
+span ends when the server answers): the work ends it with :func:`end_with_call`, which
+keeps it, with its end time, until the call's ending event is folded back, and then sets
+that event's position on it (:meth:`CallTelemetry.running` makes the call known to the
+code it runs).
+
 Without an SDK (``tracing_enabled()`` and ``metrics_enabled()`` both False) nothing is
 tracked: :meth:`CallTelemetry.started` returns after two look-ups.
 """
@@ -24,10 +32,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Literal
 
+from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
@@ -41,6 +53,7 @@ from clawlog.events.domain.tool import (
 from clawlog.events.telemetry import (
     APPROVAL_DECISION,
     APPROVAL_WAIT,
+    CORRELATION,
     ERROR_TYPE,
     EXCEPTION_MESSAGE,
     EXCEPTION_STACKTRACE,
@@ -68,9 +81,11 @@ __all__ = [
     "CallOutcome",
     "CallTelemetry",
     "call_outcome",
+    "end_with_call",
     "ended_attributes",
     "ended_status",
     "record_exception",
+    "running_call_correlation",
     "span_name",
 ]
 
@@ -138,13 +153,56 @@ def ended_status(event: EndingEvent, approval: ApprovalOutcome | None = None) ->
 class _OpenCall:
     """One call between ``begin`` and its ending event."""
 
-    __slots__ = ("approval", "span", "tool", "waiting")
+    __slots__ = ("approval", "closed", "correlation_id", "nested", "span", "tool", "waiting")
 
-    def __init__(self, tool: str, span: Span | None) -> None:
+    def __init__(self, tool: str, span: Span | None, correlation_id: str) -> None:
         self.tool = tool
         self.span = span
+        self.correlation_id = correlation_id
         self.waiting = False
         self.approval: ApprovalOutcome | None = None
+        #: Spans of work the call did, ended (at the time given) before the call's end was
+        #: recorded: they get its position when it is (:func:`end_with_call`).
+        self.nested: list[tuple[Span, int]] = []
+        self.closed = False
+
+    def keep(self, span: Span, end_time: int) -> bool:
+        """Keeps ``span`` to end with the call; False once the call has ended."""
+        with _nested_lock:
+            if self.closed:
+                return False
+            self.nested.append((span, end_time))
+            return True
+
+    def close(self, position: int | None) -> None:
+        """The call ended (at ``position``, when recorded): the spans kept end now."""
+        with _nested_lock:
+            self.closed = True
+            nested, self.nested = self.nested, []
+        for span, end_time in nested:
+            if position is not None:
+                span.set_attribute(POSITION, position)
+            span.end(end_time=end_time)
+
+
+_nested_lock = threading.Lock()
+#: The call whose tool runs in this context (:meth:`CallTelemetry.running`).
+_running: ContextVar[_OpenCall | None] = ContextVar("clawlog_running_tool_call", default=None)
+
+
+def running_call_correlation() -> str:
+    """The correlation id of the tool call running in this context ("" outside one)."""
+    call = _running.get()
+    return call.correlation_id if call is not None else ""
+
+
+def end_with_call(span: Span) -> None:
+    """Ends ``span``, the span of work the running tool call did: it keeps the end time of
+    now and is ended when the call's end is recorded, with that event's log position (at
+    once, unpositioned, outside a call or after its end)."""
+    call = _running.get()
+    if call is None or not call.keep(span, time.time_ns()):
+        span.end()
 
 
 class CallTelemetry:
@@ -155,39 +213,63 @@ class CallTelemetry:
         self._lock = threading.Lock()
         self._open: dict[tuple[str, str], _OpenCall] = {}
 
-    def started(self, session_key: str, call_id: str, tool: str) -> None:
-        """A call entered the pipeline: its span starts under the current context."""
+    def started(self, session_key: str, call_id: str, tool: str, correlation_id: str = "") -> None:
+        """A call of the turn (the job) ``correlation_id`` entered the pipeline: its span
+        starts under the current context."""
         tracing = tracing_enabled()
         if not tracing and not metrics_enabled():
             return
         span = None
         if tracing:
-            span = tracer().start_span(
-                span_name(tool),
-                attributes={
-                    GEN_AI_OPERATION: OPERATION_EXECUTE_TOOL,
-                    GEN_AI_TOOL: tool,
-                    GEN_AI_TOOL_CALL: call_id,
-                },
-            )
+            attributes: dict[str, AttributeValue] = {
+                GEN_AI_OPERATION: OPERATION_EXECUTE_TOOL,
+                GEN_AI_TOOL: tool,
+                GEN_AI_TOOL_CALL: call_id,
+            }
+            if correlation_id:
+                attributes[CORRELATION] = correlation_id
+            span = tracer().start_span(span_name(tool), attributes=attributes)
         key = (session_key, call_id)
         with self._lock:
             # The same call begun again (a session resuming a wait after a restart) ends
             # the earlier one: its wait is counted again from now on.
             stale = [self._open.pop(key)] if key in self._open else []
-            self._open[key] = _OpenCall(tool, span)
+            self._open[key] = _OpenCall(tool, span, correlation_id)
             if len(self._open) > _MAX_OPEN:
                 stale.append(self._open.pop(next(iter(self._open))))
         for call in stale:
             _abandon(call)
 
+    def closing(self, session_key: str, call_id: str, tool: str, correlation_id: str = "") -> None:
+        """The owner closes the call as interrupted. A call this pipeline never began (one
+        in flight when the session's previous run stopped, which a resumed turn closes)
+        begins now, under the current context, so the event closing it ends a span, as
+        the export of the log has it."""
+        if (session_key, call_id) not in self._open:
+            self.started(session_key, call_id, tool, correlation_id)
+
     def span(self, session_key: str, call_id: str) -> Span | None:
-        """The call's span, to make current while it runs (None when not traced)."""
-        if not self._open:
-            return None
-        with self._lock:
-            call = self._open.get((session_key, call_id))
+        """The call's span (None when not traced)."""
+        call = self._get(session_key, call_id)
         return call.span if call is not None else None
+
+    @contextmanager
+    def running(self, session_key: str, call_id: str) -> Iterator[Span | None]:
+        """While the call's tool runs: its span is current (what the tool traces nests
+        under it) and the call is known to :func:`end_with_call`. Yields the span (None
+        when not traced)."""
+        call = self._get(session_key, call_id)
+        if call is None or call.span is None:
+            yield None
+            return
+        token = _running.set(call)
+        try:
+            with trace.use_span(
+                call.span, end_on_exit=False, record_exception=False, set_status_on_exception=False
+            ):
+                yield call.span
+        finally:
+            _running.reset(token)
 
     def waiting(self, session_key: str, call_id: str) -> None:
         """The call waits for a person from now on."""
@@ -232,6 +314,7 @@ class CallTelemetry:
         span = call.span
         if span is None:
             return
+        call.close(position)
         if position is not None:
             attributes[POSITION] = position
         span.set_attributes(attributes)
@@ -253,6 +336,7 @@ class CallTelemetry:
         _stop_waiting(call)
         if call.span is None:
             return
+        call.close(None)
         if isinstance(error, asyncio.CancelledError):
             call.span.add_event("cancelled before the call's end was recorded")
         else:
@@ -288,6 +372,7 @@ def _stop_waiting(call: _OpenCall) -> None:
 def _abandon(call: _OpenCall) -> None:
     """A call that will never see its ending event here: stop counting it, end its span."""
     _stop_waiting(call)
+    call.close(None)
     if call.span is not None:
         call.span.add_event("abandoned: begun again or too many calls in flight")
         call.span.end()

@@ -32,7 +32,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, get_args
 
 import msgspec
-from opentelemetry import trace
 
 from clawlog.events import Event
 from clawlog.events.domain.tool import (
@@ -131,7 +130,7 @@ class ToolPipeline:
     ) -> Decision:
         """Run the deciding steps for a call the model made. Append the returned events,
         then :meth:`apply` them (the call's span ends when its ending event is applied)."""
-        self.telemetry.started(ctx.session_key, call_id, name)
+        self.telemetry.started(ctx.session_key, call_id, name, ctx.correlation_id)
         try:
             return self._decide(ctx, call_id, name, args)
         except BaseException as exc:  # no decision, no event: the span ends here
@@ -401,7 +400,7 @@ class ToolPipeline:
         self, ctx: ToolContext, pending: PendingApproval
     ) -> ApprovalRequest | Refused:
         """Rebuild a request from the log after a restart (see ``ApprovalState.pending``)."""
-        self.telemetry.started(ctx.session_key, pending.call_id, pending.tool)
+        self.telemetry.started(ctx.session_key, pending.call_id, pending.tool, ctx.correlation_id)
         tool = self.registry.get(pending.tool)
         if tool is None:
             decided = ToolApprovalDecided(
@@ -443,20 +442,15 @@ class ToolPipeline:
 
         The call's span (from ``begin``) is current meanwhile: what the tool traces nests
         under it."""
-        span = self.telemetry.span(plan.ctx.session_key, plan.call_id)
-        if span is None:
-            outcome = await run_plan(plan, self.finisher)
-        else:
-            with trace.use_span(
-                span, end_on_exit=False, record_exception=False, set_status_on_exception=False
-            ):
-                outcome = await run_plan(plan, self.finisher, span)
+        with self.telemetry.running(plan.ctx.session_key, plan.call_id) as span:
+            outcome = await run_plan(plan, self.finisher, span)
         self.loop_detector.record_result(plan.ctx.session_id, plan.call_id, outcome.result.for_llm)
         return outcome
 
     # -- the owner's side ---------------------------------------------------------------
     def interrupted(self, ctx: ToolContext, call_id: str, name: str, reason: str) -> list[Event]:
         """Events closing a call that will never finish (cancelled turn, crash, restart)."""
+        self.telemetry.closing(ctx.session_key, call_id, name, ctx.correlation_id)
         return [interrupted_event(ctx, call_id, name, self.scrubber.scrub(reason))]
 
     def allowlist_change(

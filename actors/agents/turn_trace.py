@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 from opentelemetry import context as otel_context
@@ -82,7 +84,11 @@ from ..providers.base import Model, StreamingModel
 from .first_chunk import FirstChunkTimer
 from .trace_causes import causes_of, continue_later
 
-__all__ = ["TurnTrace", "parent_context", "span_carrier", "span_current"]
+__all__ = ["STOPPED_MID_TURN", "TurnTrace", "parent_context", "span_carrier", "span_current"]
+
+#: The status description of a turn span that ended ``interrupted`` because its session
+#: stopped (the export of the log gives the same span the same words).
+STOPPED_MID_TURN = "the session stopped during the turn; it resumes at its next start"
 
 
 def parent_context(carrier: dict[str, str] | None) -> otel_context.Context:
@@ -218,21 +224,10 @@ class TurnTrace:
             span.end()
         if metrics_enabled():
             meters = instruments()
-            meters.record(
-                meters.operation_duration,
-                duration_ms / 1000,
-                _operation_attributes(model, provider),
-            )
-            meters.record(
-                meters.token_usage,
-                usage.input_tokens,
-                {GEN_AI_TOKEN_TYPE: TOKEN_TYPE_INPUT, GEN_AI_REQUEST_MODEL: model},
-            )
-            meters.record(
-                meters.token_usage,
-                usage.output_tokens,
-                {GEN_AI_TOKEN_TYPE: TOKEN_TYPE_OUTPUT, GEN_AI_REQUEST_MODEL: model},
-            )
+            operation, tokens_in, tokens_out = _chat_metric_attributes(model, provider)
+            meters.record(meters.operation_duration, duration_ms / 1000, operation)
+            meters.record(meters.token_usage, usage.input_tokens, tokens_in)
+            meters.record(meters.token_usage, usage.output_tokens, tokens_out)
 
     def model_failed(
         self,
@@ -261,8 +256,7 @@ class TurnTrace:
             span.set_attributes({ERROR_TYPE: kind, POSITION: position})
             span.end()
         if metrics_enabled():
-            attributes = _operation_attributes(model, provider)
-            attributes[ERROR_TYPE] = kind
+            attributes = {**_chat_metric_attributes(model, provider)[0], ERROR_TYPE: kind}
             meters = instruments()
             seconds = time.monotonic() - self.model_started
             meters.record(meters.operation_duration, seconds, attributes)
@@ -309,7 +303,7 @@ class TurnTrace:
             meters = instruments()
             meters.add(meters.turns, 1, {METRIC_AGENT: agent, METRIC_OUTCOME: outcome})
 
-    def abandoned(self, reason: str) -> None:
+    def abandoned(self, reason: str = STOPPED_MID_TURN) -> None:
         """The session stopped during the turn: it is not ended in the log (it resumes when
         the session starts again, under a new span), so no metric; the span ends here as
         ``interrupted``, remembered as the cause of the resumed turn's span (its parent when
@@ -354,9 +348,23 @@ class _Current:
         otel_context.detach(self._token)
 
 
-def _operation_attributes(model: str, provider: str) -> dict[str, AttributeValue]:
-    return {
+@lru_cache(maxsize=256)
+def _chat_metric_attributes(
+    model: str, provider: str
+) -> tuple[
+    Mapping[str, AttributeValue], Mapping[str, AttributeValue], Mapping[str, AttributeValue]
+]:
+    """The attributes of a model request's ``gen_ai.client.operation.duration`` and of its
+    two ``gen_ai.client.token.usage`` measurements (input, output): the GenAI conventions'
+    required operation and provider, the model, the token type. Built once per model (read
+    only: the SDK keys its points by them, and they are shared)."""
+    operation: dict[str, AttributeValue] = {
         GEN_AI_OPERATION: OPERATION_CHAT,
-        GEN_AI_REQUEST_MODEL: model,
         GEN_AI_PROVIDER: provider,
+        GEN_AI_REQUEST_MODEL: model,
     }
+    return (
+        MappingProxyType(operation),
+        MappingProxyType({**operation, GEN_AI_TOKEN_TYPE: TOKEN_TYPE_INPUT}),
+        MappingProxyType({**operation, GEN_AI_TOKEN_TYPE: TOKEN_TYPE_OUTPUT}),
+    )

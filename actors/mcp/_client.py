@@ -20,9 +20,19 @@ from typing import IO, Any, NamedTuple
 import anyio
 import mcp.types as mt
 from mcp import ClientSession
+from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.util.types import AttributeValue
 
-from clawlog.events.telemetry import ERROR_TYPE, GEN_AI_TOOL, MCP_SERVER, tracer, tracing_enabled
+from clawlog.events.telemetry import (
+    CORRELATION,
+    ERROR_TYPE,
+    GEN_AI_TOOL,
+    MCP_SERVER,
+    tracer,
+    tracing_enabled,
+)
+from clawlog.tools.call_telemetry import end_with_call, running_call_correlation
 
 from ..errors import (
     McpCallTimeout,
@@ -173,19 +183,29 @@ class McpClient:
     # -- use ----------------------------------------------------------------------------
     async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> mt.CallToolResult:
         """Call ``tool`` (its name on the server); traced as ``mcp tools/call {server}``, a
-        child of the current context (the execute_tool span of the agent's tool call)."""
+        child of the current context (the execute_tool span of the agent's tool call).
+
+        Made by a tool call, the span carries the call's correlation id and, once the
+        call's end is recorded, that event's log position (``end_with_call``: the span
+        keeps the time the server answered as its end)."""
         if not tracing_enabled():
             return await self._call(tool, arguments, timeout)
-        with tracer().start_as_current_span(
-            f"mcp tools/call {self.config.name}",
-            kind=SpanKind.CLIENT,
-            attributes={MCP_SERVER: self.config.name, GEN_AI_TOOL: tool},
-        ) as span:  # an error raised is recorded on it (ERROR status, exception event)
-            result = await self._call(tool, arguments, timeout)
-            if result.is_error:  # the server ran the tool and reports its failure
-                span.set_attribute(ERROR_TYPE, "tool_error")
-                span.set_status(Status(StatusCode.ERROR, "the server reported a tool error"))
-            return result
+        attributes: dict[str, AttributeValue] = {MCP_SERVER: self.config.name, GEN_AI_TOOL: tool}
+        if correlation_id := running_call_correlation():
+            attributes[CORRELATION] = correlation_id
+        span = tracer().start_span(
+            f"mcp tools/call {self.config.name}", kind=SpanKind.CLIENT, attributes=attributes
+        )
+        try:
+            # An error raised is recorded on the span (ERROR status, exception event).
+            with trace.use_span(span, end_on_exit=False):
+                result = await self._call(tool, arguments, timeout)
+                if result.is_error:  # the server ran the tool and reports its failure
+                    span.set_attribute(ERROR_TYPE, "tool_error")
+                    span.set_status(Status(StatusCode.ERROR, "the server reported a tool error"))
+                return result
+        finally:
+            end_with_call(span)
 
     async def _call(
         self, tool: str, arguments: dict[str, Any], timeout: float

@@ -21,7 +21,11 @@ target session's turns under it), a handoff
 turns (``delegation.gate_evaluated``: the reviewer's session ``gate-{id}-{attempt}``) hang
 under the delegation, as live. A turn that announces async results links (span links) to
 the spans of the runs or the delegation it announces, in the traces of the turns that
-started them, when the ids are derived (:class:`ExportIds`). Every span starts and ends at the
+started them, when the ids are derived (:class:`ExportIds`). A turn its session resumed
+after a stop or a restart (``actor.stopped`` / ``actor.started`` inside the turn) is one
+span per run of the session, as live: the first ``interrupted``, each later one its child,
+marked ``clawlog.turn.resumed``, with the model requests that run made and the tool calls
+whose end it recorded. Every span starts and ends at the
 ``recorded_at`` of the events that started and ended its work, and carries the position of
 the event that ended it (``clawlog.log.position``), so a span leads back to the log.
 
@@ -64,6 +68,7 @@ from opentelemetry.trace import (
 
 from clawlog.events import Event, EventStore, LogPages, RecordedEvent
 from clawlog.events import telemetry as otel
+from clawlog.events.domain.actor import ActorStarted, ActorStopped
 from clawlog.events.domain.agent import (
     HandoffRouted,
     SubagentAnnounced,
@@ -101,6 +106,7 @@ from clawlog.events.domain.tool import (
     ToolCallStarted,
 )
 from clawlog.events.streams import agent_stream, session_stream, subagent_stream
+from clawlog.tools import ErrorKind
 from clawlog.tools.call_telemetry import (
     APPROVAL_DECIDED,
     APPROVAL_REQUESTED,
@@ -109,6 +115,7 @@ from clawlog.tools.call_telemetry import (
     span_name,
 )
 
+from ..agents.turn_trace import STOPPED_MID_TURN
 from ..errors import NothingRecorded
 
 __all__ = ["ExportIds", "export_session", "turn_trace_id"]
@@ -231,17 +238,33 @@ class _Request:
 
 
 @dataclass
+class _Run:
+    """The part of a turn one run of its session actor did: the whole turn, unless the
+    session stopped during it (``actor.stopped``; a killed process records no stop, its
+    next ``actor.started`` shows it) and a later run resumed it. Live, each run is a turn
+    span of its own: an interrupted one, then a resumed one as its child."""
+
+    started: RecordedEvent
+    requests: list[_Request] = field(default_factory=list)
+    #: The summarizer calls of its compactions: (the event before the call, its outcome).
+    summaries: list[tuple[RecordedEvent, RecordedEvent]] = field(default_factory=list)
+    #: Where the run stopped (None: it ended the turn).
+    stopped: RecordedEvent | None = None
+    #: The last event added (where a failed summary's call, whose start the log does not
+    #: record, is taken to start; where a killed run is taken to end).
+    last: RecordedEvent | None = None
+
+
+@dataclass
 class _Turn:
     number: int
     started: RecordedEvent
-    requests: list[_Request] = field(default_factory=list)
     calls: list[_Call] = field(default_factory=list)
     end: RecordedEvent | None = None
-    #: The summarizer calls of its compactions: (the event before the call, its outcome).
-    summaries: list[tuple[RecordedEvent, RecordedEvent]] = field(default_factory=list)
-    #: The last event added (where a failed summary's call, whose start the log does not
-    #: record, is taken to start).
-    last: RecordedEvent | None = None
+    runs: list[_Run] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.runs.append(_Run(self.started))
 
     @property
     def turn_id(self) -> str:
@@ -249,17 +272,22 @@ class _Turn:
         return self.started.event.turn_id
 
     def add(self, recorded: RecordedEvent) -> None:
-        event = recorded.event
-        before, self.last = self.last or self.started, recorded
+        event, run = recorded.event, self.runs[-1]
+        before, run.last = run.last or run.started, recorded
         match event:
+            case ActorStopped():
+                run.stopped = recorded
+            case ActorStarted():  # a later run of the session resumes the turn
+                run.stopped = run.stopped or before
+                self.runs.append(_Run(recorded))
             case SessionCompacted(model=model) | CompactionFailed(model=model) if model and (
                 isinstance(event, CompactionFailed) or event.summarized_turns
             ):
-                self.summaries.append((before, recorded))
+                run.summaries.append((before, recorded))
             case ModelRequested():
-                self.requests.append(_Request(recorded))
-            case ModelReplied() | ModelFailed() if self.requests:
-                self.requests[-1].end = recorded
+                run.requests.append(_Request(recorded))
+            case ModelReplied() | ModelFailed() if run.requests:
+                run.requests[-1].end = recorded
             case ToolCallRequested():
                 self.calls.append(_Call(recorded))
             case TurnCompleted() | TurnFailed() | TurnCancelled():
@@ -271,6 +299,18 @@ class _Turn:
                         if call.event.call_id == call_id:
                             call.events.append(recorded)
                             break
+
+    def run_of(self, call: _Call) -> int:
+        """The run whose span a call's span is under: the one that recorded its end. A call
+        in flight when its run stopped is begun again by the run that resumes it (an
+        approval wait restored, a call run again or closed as interrupted), as live."""
+        position = (_ending(call) or call.last).position
+        return max(i for i, run in enumerate(self.runs) if run.started.position <= position)
+
+
+def _ending(call: _Call) -> RecordedEvent | None:
+    """The event that ended the call, if recorded."""
+    return next((e for e in call.events if isinstance(e.event, _CALL_ENDS)), None)
 
 
 @dataclass
@@ -561,8 +601,7 @@ class _Exporter:
         span: Span, started: RecordedEvent, ended: RecordedEvent, *, position: bool = True
     ) -> None:
         """Ends ``span`` when ``ended`` was recorded, naming its position unless the work
-        ended unrecorded (an unanswered model request; an MCP call, whose live span ends
-        before its tool call's end is recorded)."""
+        ended unrecorded (an unanswered model request)."""
         if position:
             span.set_attribute(otel.POSITION, ended.position)
         span.end(end_time=_ns(max(ended.recorded_at, started.recorded_at)))
@@ -590,6 +629,10 @@ class _Exporter:
         return count
 
     async def _turn(self, info: _SessionInfo, turn: _Turn, parent: Span | None) -> None:
+        """The turn's span, or, for a turn a later run of its session resumed, one span per
+        run as live: the first ``interrupted``, each later one ``clawlog.turn.resumed`` and
+        the child of the one before (the same trace, as a turn resumed in the process
+        that interrupted it is traced)."""
         started = turn.started.event
         assert isinstance(started, TurnStarted) and turn.end is not None
         attributes: dict[str, Any] = {
@@ -604,15 +647,32 @@ class _Exporter:
         if channel:
             attributes[otel.CHANNEL] = channel
         links = await self._announced(info, turn) if parent is None else None
-        span = self._start(
-            f"invoke_agent {info.agent}", parent, turn.started, attributes, links=links
-        )
-        for request in turn.requests:
-            self._chat(span, request, turn)
-        for before, outcome in turn.summaries:
-            self._summary(span, before, outcome)
+        calls: list[list[_Call]] = [[] for _ in turn.runs]
         for call in turn.calls:
-            await self._call(info, turn, span, call)
+            calls[turn.run_of(call)].append(call)
+        span = parent
+        for index, run in enumerate(turn.runs):
+            if index:
+                attributes = {**attributes, otel.TURN_RESUMED: True}
+            span = self._start(
+                f"invoke_agent {info.agent}",
+                span,
+                run.started,
+                attributes,
+                links=links if index == 0 else None,
+            )
+            ends = run.stopped or turn.end
+            for request in run.requests:
+                self._chat(span, request, turn, ends)
+            for before, outcome in run.summaries:
+                self._summary(span, before, outcome)
+            for call in calls[index]:
+                await self._call(info, turn, span, call, run.started if index else None)
+            if run.stopped is not None:
+                span.set_attribute(otel.TURN_OUTCOME, otel.OUTCOME_INTERRUPTED)
+                span.set_status(Status(StatusCode.ERROR, STOPPED_MID_TURN))
+                self._end(span, run.started, run.stopped, position=False)
+        assert span is not None
         await self._unmatched(info, turn, span)
         match turn.end.event:
             case TurnFailed(reason=reason, message=message):
@@ -624,9 +684,11 @@ class _Exporter:
                 span.set_attribute(otel.TURN_OUTCOME, "cancelled")
             case _:
                 span.set_attribute(otel.TURN_OUTCOME, "completed")
-        self._end(span, turn.started, turn.end)
+        self._end(span, turn.runs[-1].started, turn.end)
 
-    def _chat(self, turn_span: Span, request: _Request, turn: _Turn) -> None:
+    def _chat(self, turn_span: Span, request: _Request, turn: _Turn, ends: RecordedEvent) -> None:
+        """A model request, under the span of the run that made it (``ends``: where that
+        run ended, the turn's end or the run's stop)."""
         asked = request.requested.event
         assert isinstance(asked, ModelRequested)
         attributes: dict[str, Any] = {
@@ -643,8 +705,9 @@ class _Exporter:
             attributes,
             SpanKind.CLIENT,
         )
-        # A request never answered (the turn was cancelled) ends with its turn, unpositioned.
-        end = request.end or turn.end or request.requested
+        # A request never answered (the turn was cancelled, the session stopped) ends with
+        # its run, unpositioned.
+        end = request.end or ends
         match end.event:
             case ModelReplied(usage=usage, stop_reason=stop_reason, model=model, cost_usd=cost):
                 if stop_reason:
@@ -674,36 +737,52 @@ class _Exporter:
             span.set_status(Status(StatusCode.ERROR, f"{event.kind}: {event.message}"))
         self._end(span, outcome, outcome)
 
-    async def _call(self, info: _SessionInfo, turn: _Turn, turn_span: Span, call: _Call) -> None:
+    async def _call(
+        self,
+        info: _SessionInfo,
+        turn: _Turn,
+        turn_span: Span,
+        call: _Call,
+        resumed: RecordedEvent | None = None,
+    ) -> None:
+        """A tool call's span; a call in flight when its run stopped starts again where the
+        run that ``resumed`` it started (live, that run begins it again)."""
         requested = call.event
         attributes: dict[str, Any] = {
             otel.GEN_AI_OPERATION: otel.OPERATION_EXECUTE_TOOL,
             otel.GEN_AI_TOOL: requested.tool,
             otel.GEN_AI_TOOL_CALL: requested.call_id,
         }
-        span = self._start(span_name(requested.tool), turn_span, call.requested, attributes)
-        approval = self._approval(span, call)
-        await self._linked(info, turn, span, call)
-        ending = next((e for e in call.events if isinstance(e.event, _CALL_ENDS)), None)
+        if call.requested.correlation_id:
+            attributes[otel.CORRELATION] = call.requested.correlation_id
+        begun = resumed if resumed is not None else call.requested
+        span = self._start(span_name(requested.tool), turn_span, begun, attributes)
+        approval = self._approval(span, call, begun)
+        ending = _ending(call)
+        await self._linked(info, turn, span, call, ending)
         if ending is not None and isinstance(ending.event, _CALL_ENDS):
             span.set_attributes(ended_attributes(ending.event, approval))
             status = ended_status(ending.event, approval)
             if status is not None:
                 span.set_status(status)
-            if isinstance(ending.event, ToolCallFailed):
+            # An interrupted call raised nothing: its owner closed it (live, no exception).
+            failed = ending.event
+            if isinstance(failed, ToolCallFailed) and failed.error_kind != ErrorKind.INTERRUPTED:
                 exception = {
-                    otel.EXCEPTION_TYPE: str(ending.event.error_kind),
-                    otel.EXCEPTION_MESSAGE: ending.event.message,
+                    otel.EXCEPTION_TYPE: str(failed.error_kind),
+                    otel.EXCEPTION_MESSAGE: failed.message,
                 }
                 span.add_event("exception", exception, timestamp=_ns(ending.recorded_at))
-        self._end(span, call.requested, ending or call.last)
+        self._end(span, begun, ending or call.last)
 
     @staticmethod
-    def _approval(span: Span, call: _Call) -> ApprovalOutcome | None:
-        """The approval wait as the live span has it: two span events and the wait in ms."""
+    def _approval(span: Span, call: _Call, begun: RecordedEvent) -> ApprovalOutcome | None:
+        """The approval wait as the live span has it: two span events and the wait in ms
+        (the request's event no earlier than the span: a resumed run asks again)."""
         asked, decided = call.first(ToolApprovalRequested), call.first(ToolApprovalDecided)
         if asked is not None:
-            span.add_event(APPROVAL_REQUESTED, timestamp=_ns(asked.recorded_at))
+            at = max(asked.recorded_at, begun.recorded_at)
+            span.add_event(APPROVAL_REQUESTED, timestamp=_ns(at))
         if decided is None or not isinstance(decided.event, ToolApprovalDecided):
             return None
         decision = decided.event.decision
@@ -715,8 +794,16 @@ class _Exporter:
             span.set_attribute(otel.APPROVAL_WAIT, round(wait_ms, 3))
         return decision
 
-    async def _linked(self, info: _SessionInfo, turn: _Turn, span: Span, call: _Call) -> None:
-        """The work this call started elsewhere, as children of its span."""
+    async def _linked(
+        self,
+        info: _SessionInfo,
+        turn: _Turn,
+        span: Span,
+        call: _Call,
+        ending: RecordedEvent | None,
+    ) -> None:
+        """The work this call started elsewhere, as children of its span (``ending``: the
+        event that ended the call, if recorded)."""
         if call.first(ToolCallStarted) is None:
             return  # refused before it ran: it started nothing
         tool, links, key = call.event.tool, self._links, (info.agent, info.stream, turn.turn_id)
@@ -731,7 +818,7 @@ class _Exporter:
             for routed in await links.handoff(turn.turn_id, info.agent, call.argument("agent")):
                 await self._handoff(span, call, routed)
         elif (server := await links.mcp_tool(call)) is not None:
-            self._mcp(span, call, *server)
+            self._mcp(span, call, ending, *server)
 
     async def _unmatched(self, info: _SessionInfo, turn: _Turn, turn_span: Span) -> None:
         """The turn's subagent tasks and delegations no call was matched with (a steer's
@@ -820,19 +907,28 @@ class _Exporter:
         await self.session(target, span, only=introduction, most=1)
         self._end(span, started, routed)
 
-    def _mcp(self, parent: Span, call: _Call, server: str, remote: str) -> None:
+    def _mcp(
+        self, parent: Span, call: _Call, ending: RecordedEvent | None, server: str, remote: str
+    ) -> None:
+        """The MCP request of the call: as live, it carries the call's correlation id and
+        the position of the call's ending event (live it keeps the time the server
+        answered as its end, which the log does not record: here the ending's time)."""
         started = call.first(ToolCallStarted) or call.requested
         attributes: dict[str, Any] = {otel.MCP_SERVER: server, otel.GEN_AI_TOOL: remote}
+        if call.requested.correlation_id:
+            attributes[otel.CORRELATION] = call.requested.correlation_id
         span = self._start(f"mcp tools/call {server}", parent, started, attributes, SpanKind.CLIENT)
-        match call.last.event:
+        ended = ending or call.last
+        match ended.event:
             case ToolCallFailed(error_kind=kind, message=message):
-                exception = {otel.EXCEPTION_TYPE: str(kind), otel.EXCEPTION_MESSAGE: message}
-                span.add_event("exception", exception, timestamp=_ns(call.last.recorded_at))
+                if kind != ErrorKind.INTERRUPTED:  # the owner closed it: nothing was raised
+                    exception = {otel.EXCEPTION_TYPE: str(kind), otel.EXCEPTION_MESSAGE: message}
+                    span.add_event("exception", exception, timestamp=_ns(ended.recorded_at))
                 span.set_status(Status(StatusCode.ERROR, message[:500]))
             case ToolCallCompleted(is_error=True):  # the server ran the tool and says it failed
                 span.set_attribute(otel.ERROR_TYPE, "tool_error")
                 span.set_status(Status(StatusCode.ERROR, "the server reported a tool error"))
-        self._end(span, started, call.last, position=False)
+        self._end(span, started, ended, position=ending is not None)
 
 
 def _take(items: list[Any], wanted: Any) -> list[Any]:

@@ -54,9 +54,11 @@ from clawlog.events.telemetry import (
     SUBAGENT_TASK,
     TOOL_OUTCOME,
     TURN_OUTCOME,
+    TURN_RESUMED,
 )
 from clawlog.tools import FunctionTool
 from tests.agents.support import GatedModel, wait_threading_event
+from tests.agents.test_resume import kill_mid_turn
 from tests.cli.damage import flip_payload_byte
 from tests.cli.support import clawlog
 
@@ -248,12 +250,15 @@ def attributes(span: ReadableSpan) -> dict[str, Any]:
     }
 
 
-def forest(spans: Sequence[ReadableSpan], *, waits: bool = False) -> list[str]:
+def forest(
+    spans: Sequence[ReadableSpan], *, waits: bool = False, root: ReadableSpan | None = None
+) -> list[str]:
     """Every clawlog span as one line: its path from the root, kind, status, attributes,
     events (sorted: sibling spans have no order, so the lines compare as a multiset). The
     MCP SDK's own spans (its scope, not clawlog's) are no part of the comparison. With
     ``waits``, an approval wait counts as a wait: live it is measured on the process's
-    clock, exported it is the time between the two recorded events."""
+    clock, exported it is the time between the two recorded events. With ``root``, only
+    the tree under that span (as if it had no parent)."""
     spans = [
         s for s in spans if s.instrumentation_scope and s.instrumentation_scope.name == SCOPE_NAME
     ]
@@ -270,8 +275,8 @@ def forest(spans: Sequence[ReadableSpan], *, waits: bool = False) -> list[str]:
         for below in children(spans, span):
             walk(below, here)
 
-    for root in children(spans, None):
-        walk(root, "")
+    for top in [root] if root is not None else children(spans, None):
+        walk(top, "")
     return sorted(lines)
 
 
@@ -625,13 +630,126 @@ async def test_a_cancelled_turn_exports_as_the_live_run_emitted_it(
     assert forest(await exported(path, "main", "u")) == forest(live)
 
 
+async def record_resumed_turn(path: Path) -> None:
+    """A turn waiting for an approval when its System closes, resumed (and approved) by a
+    System opened again on the log in the same process."""
+    tool = FunctionTool(
+        "deploy",
+        deploy_to,
+        description="Deploy a build",
+        requires_approval=True,
+        parameters={"type": "object", "properties": {"target": {"type": "string"}}},
+    )
+    system = await System.open(path)
+    await system.register_agent(
+        AgentConfig(key="main"), ScriptedModel(asks_to_deploy), tools=[tool]
+    )
+    turn = asyncio.ensure_future(system.send("main", "u", "deploy it"))
+    async with system.store.subscribe(1, stream_prefix="session/main/u") as events:
+        async for recorded in events:
+            if recorded.type == "tool.approval_requested":
+                break
+    await system.close()  # the session stops during the turn
+    await asyncio.gather(turn, return_exceptions=True)
+    async with System.open(path) as again:
+        await again.register_agent(
+            AgentConfig(key="main"), ScriptedModel(asks_to_deploy), tools=[tool]
+        )
+        await again.approve("main", "u", "needs-ok", "allow-once")
+        async with again.store.subscribe(1, stream_prefix="session/main/u") as events:
+            async for recorded in events:
+                if recorded.type == "session.turn_completed":
+                    break
+
+
+async def deploy_to(ctx: object, args: dict[str, Any]) -> str:
+    return f"deployed to {args['target']}"
+
+
+def asks_to_deploy(request: ModelRequest) -> ModelReply:
+    last = request.messages[-1]
+    if last.role == "tool":
+        return reply(f"tool said: {last.content}")
+    return calls([("deploy", {"target": "prod"})], ids=["needs-ok"])
+
+
+def turn_spans(spans: Sequence[ReadableSpan], agent: str) -> list[ReadableSpan]:
+    """The spans of ``agent``'s turn runs, in the order they started."""
+    found = [s for s in spans if s.name == f"invoke_agent {agent}"]
+    return sorted(found, key=lambda s: s.start_time or 0)
+
+
+async def test_a_turn_resumed_in_the_same_process_exports_as_the_live_run_emitted_it(
+    tmp_path: Path, telemetry: Telemetry
+) -> None:
+    """Live: an interrupted span (the run the System's close stopped), and the resumed run's
+    span as its child. The export rebuilds both from the log's actor.stopped/started."""
+    path = tmp_path / "log.db"
+    await record_resumed_turn(path)
+    live, export = telemetry.spans(), await exported(path, "main", "u")
+    assert forest(export, waits=True) == forest(live, waits=True)
+    interrupted, resumed = turn_spans(export, "main")
+    assert attributes(interrupted)[TURN_OUTCOME] == "interrupted"
+    assert interrupted.status.status_code is StatusCode.ERROR
+    assert resumed.parent is not None and resumed.parent.span_id == interrupted.context.span_id
+    assert attributes(resumed)[TURN_RESUMED] is True
+    assert attributes(resumed)[TURN_OUTCOME] == "completed"
+    # The call that waited across the stop is the resumed run's, as live (it begins again).
+    assert sorted(s.name for s in children(export, resumed)) == [
+        "chat scripted",
+        "execute_tool deploy",
+    ]
+    assert [s.name for s in children(export, interrupted) if s is not resumed] == ["chat scripted"]
+    [stopped, *_] = [e for e in await read_log(path) if e.type == "actor.stopped"]
+    assert stopped.stream == "session/main/u"  # the session stops first
+    assert interrupted.end_time == ns(stopped)
+
+
+async def test_a_turn_resumed_after_a_restart_exports_the_live_tree_under_its_interrupted_run(
+    tmp_path: Path, telemetry: Telemetry
+) -> None:
+    """The process running the turn was killed: the log has no stop, only the next run's
+    actor.started. Live, the new process's resumed span starts a trace of its own (the
+    killed process's context is in no event); the export rebuilds the killed run's span,
+    interrupted, with the live tree under it."""
+    path = tmp_path / "log.db"
+    await kill_mid_turn(path)
+
+    async def again(ctx: object, args: dict[str, object]) -> str:
+        return "ran again"
+
+    tool = FunctionTool("wait_for_parent", again, description="waits")
+    async with System.open(path) as system:
+        model = ScriptedModel(lambda r: reply("resumed"))
+        await system.register_agent(AgentConfig(key="main"), model, tools=[tool])
+        async with system.store.subscribe(1, stream_prefix="session/main/s1") as events:
+            async for recorded in events:
+                if recorded.type == "session.turn_completed":
+                    break
+    live, export = telemetry.spans(), await exported(path, "main", "s1")
+    [live_turn] = turn_spans(live, "main")
+    interrupted, resumed = turn_spans(export, "main")
+    assert interrupted.parent is None
+    assert attributes(interrupted)[TURN_OUTCOME] == "interrupted"
+    assert [c.name for c in children(export, interrupted) if c is not resumed] == ["chat scripted"]
+    assert forest(export, root=resumed) == forest(live, root=live_turn)
+    # The call the restart found running ends in the resumed run, live and exported.
+    assert "execute_tool wait_for_parent" in [c.name for c in children(live, live_turn)]
+
+
 async def test_an_mcp_call_exports_as_the_live_run_emitted_it(
     tmp_path: Path, telemetry: Telemetry
 ) -> None:
     path = tmp_path / "log.db"
     await record_mcp_call(path)
-    live = telemetry.spans()
-    assert forest(await exported(path, "main", "u")) == forest(live)
+    live, export = telemetry.spans(), await exported(path, "main", "u")
+    assert forest(export) == forest(live)
+    # Not vacuous: both lead to the log, the turn and the event that ended the call.
+    completed = the(await read_log(path), "tool.call_completed", call_id="c-mcp")
+    for spans in (live, export):
+        [mcp] = [s for s in spans if s.name == "mcp tools/call notes"]
+        assert attributes(mcp)[CORRELATION] == completed.correlation_id
+        assert attributes(mcp)[POSITION] == completed.position
 
 
 # -- OTLP -------------------------------------------------------------------------------------

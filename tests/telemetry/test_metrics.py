@@ -103,6 +103,7 @@ async def test_turn_and_model_metrics_match_the_recorded_events(
             for p in telemetry.points("gen_ai.client.token.usage")
             if p.attributes.get(GEN_AI_TOKEN_TYPE) == kind
         ]
+        assert points and all(dict(p.attributes).items() >= chat.items() for p in points)
         assert sum(p.value for p in points) == len(replies), kind  # one per reply
         assert sum(p.total for p in points) == recorded, kind
     # Not vacuous: "listed them", "fine again today" (5 words), and the local estimate of

@@ -157,7 +157,8 @@ async def test_a_multi_tool_turn_with_a_subagent_and_a_delegation_is_one_span_tr
     assert tuple(chats[1].attributes[GEN_AI_FINISH]) == ("stop",)  # type: ignore[arg-type]
     assert chats[1].attributes[GEN_AI_OUTPUT_TOKENS] == 2  # "all done"
 
-    # Each tool call ends at the position of its last tool.* event; a refusal is no error.
+    # Each tool call ends at the position of its last tool.* event, with the turn's
+    # correlation id; a refusal is no error.
     ended = {
         e.event.call_id: e.position  # type: ignore[union-attr]
         for e in session
@@ -172,12 +173,19 @@ async def test_a_multi_tool_turn_with_a_subagent_and_a_delegation_is_one_span_tr
         assert span.attributes is not None
         assert span.attributes[GEN_AI_TOOL_CALL] == call_id
         assert span.attributes[TOOL_OUTCOME] == "completed"
+        assert span.attributes[CORRELATION] == turn_id
         assert span.attributes[POSITION] == ended[call_id]
     refused = child(telemetry, turn, "execute_tool no_such_tool")
     assert refused.attributes is not None
     assert refused.attributes[TOOL_OUTCOME] == "refused"
     assert refused.attributes[REFUSED_STEP] == "resolve"
+    assert refused.attributes[CORRELATION] == turn_id
+    assert refused.attributes[POSITION] == ended["c-bad"]
     assert refused.status.status_code is StatusCode.UNSET
+    # Every span, in every actor, leads to the log: a correlation id and a position.
+    for span in telemetry.spans():
+        assert span.attributes is not None
+        assert {CORRELATION, POSITION} <= set(span.attributes), span.name
 
     # The subagent: tool call → run → the subagent's own turn → its model request.
     run = child(telemetry, child(telemetry, turn, "execute_tool subagent"), "invoke_agent subagent")
@@ -348,6 +356,7 @@ async def test_an_mcp_call_is_a_client_span_under_its_tool_call(
         gateway: Any = servers.gateway(config)
         await system.register_agent(config, ScriptedModel(reads_a_note), gateway=gateway)
         assert await system.send("main", "u", "my todo?") == "tool said: buy milk"
+        session = await system.store.read_stream("session/main/u")
 
     tool = telemetry.span("execute_tool mcp_notes_read_note")
     call = telemetry.span("mcp tools/call notes")
@@ -357,3 +366,12 @@ async def test_an_mcp_call_is_a_client_span_under_its_tool_call(
     assert call.attributes[MCP_SERVER] == "notes"
     assert call.attributes[GEN_AI_TOOL] == "read_note"
     assert call.status.status_code is StatusCode.UNSET
+    # It leads to the log as its tool call does: the turn, the event that ended the call.
+    [completed] = [e for e in session if e.type == "tool.call_completed"]
+    assert call.attributes[CORRELATION] == completed.correlation_id != ""
+    assert call.attributes[POSITION] == completed.position
+    assert tool.attributes is not None
+    assert tool.attributes[CORRELATION] == completed.correlation_id
+    # The request's own time: it ended when the server answered, inside its tool call.
+    assert call.end_time is not None and tool.end_time is not None
+    assert call.end_time <= tool.end_time

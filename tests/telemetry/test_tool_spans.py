@@ -19,11 +19,17 @@ from clawlog.actors import System
 from clawlog.actors.agents import AgentConfig
 from clawlog.actors.providers import ModelReply, ModelRequest, ScriptedModel, call, reply
 from clawlog.events import Event, open_store
-from clawlog.events.domain.tool import ToolCallCompleted, ToolCallFailed, ToolCallRefused
+from clawlog.events.domain.tool import (
+    ToolApprovalDecided,
+    ToolCallCompleted,
+    ToolCallFailed,
+    ToolCallRefused,
+)
 from clawlog.events.streams import session_stream
 from clawlog.events.telemetry import (
     APPROVAL_DECISION,
     APPROVAL_WAIT,
+    CORRELATION,
     ERROR_TYPE,
     GEN_AI_OPERATION,
     GEN_AI_TOOL,
@@ -45,7 +51,7 @@ from clawlog.tools import (
     ToolPolicy,
     ToolRegistry,
 )
-from clawlog.tools.call_telemetry import APPROVAL_DECIDED, APPROVAL_REQUESTED, call_outcome
+from clawlog.tools.call_telemetry import APPROVAL_DECIDED, APPROVAL_REQUESTED
 from clawlog.tools.decisions import ApprovalRequest, NeedsApproval, Ready
 from clawlog.tools.driver import RecordingSink, StoreSink, run_tool_call
 from clawlog.tools.loops import LoopDetector
@@ -90,7 +96,12 @@ async def test_a_completed_call_is_a_child_of_the_current_span_with_its_log_posi
         sink = StoreSink(store, session_stream("main", "s1"))
         with trace.get_tracer("test").start_as_current_span("turn") as turn:
             result = await run_tool_call(
-                build(CountingTool()), context(), "counter", {"text": "hi"}, sink, call_id="c1"
+                build(CountingTool()),
+                context(correlation_id="turn-1"),
+                "counter",
+                {"text": "hi"},
+                sink,
+                call_id="c1",
             )
         assert result.for_llm == "ran 1"
         recorded = await store.read_stream(session_stream("main", "s1"))
@@ -106,6 +117,7 @@ async def test_a_completed_call_is_a_child_of_the_current_span_with_its_log_posi
         GEN_AI_OPERATION: "execute_tool",
         GEN_AI_TOOL: "counter",
         GEN_AI_TOOL_CALL: "c1",
+        CORRELATION: "turn-1",
         TOOL_OUTCOME: "completed",
         POSITION: completed.position,
     }
@@ -434,27 +446,30 @@ async def test_the_tool_calls_counter_matches_the_recorded_ending_events(
     store = await open_store(tmp_path / "log.db")
     try:
         sink = StoreSink(store, session_stream("main", "s1"))
-        plan = [
-            ("counter", {}, None),
-            ("counter", {"count": -1}, None),
-            ("nope", {}, None),
-            ("broken", {}, None),
-            ("gated", {}, answering("deny")),
-            ("gated", {}, answering("allow-always")),
-            ("gated", {}, None),  # allow-always: no wait this time
+        # Each call, and the outcome the counter must give it (the kind of its ending
+        # event and the refusing step, both checked against the log below).
+        plan: list[tuple[str, dict[str, Any], Any, type[Event], str, str]] = [
+            ("counter", {}, None, ToolCallCompleted, "completed", ""),
+            ("counter", {"count": -1}, None, ToolCallRefused, "refused", "validation"),
+            ("nope", {}, None, ToolCallRefused, "refused", "resolve"),
+            ("broken", {}, None, ToolCallFailed, "failed", ""),
+            ("gated", {}, answering("deny"), ToolCallRefused, "denied", "approval"),
+            ("gated", {}, answering("allow-always"), ToolCallCompleted, "completed", ""),
+            ("gated", {}, None, ToolCallCompleted, "completed", ""),  # allow-always: no wait
         ]
-        for name, args, approver in plan:
+        for name, args, approver, *_ in plan:
             await run_tool_call(pipeline, context(), name, args, sink, approver)
         recorded = await store.read_stream(session_stream("main", "s1"))
     finally:
         await store.close()
     events = [r.event for r in recorded]
-    decisions = {e.call_id: e.decision for e in events if type(e).__name__ == "ToolApprovalDecided"}
-    expected: Counter[tuple[str, str, str]] = Counter()
-    for event in ending_events(events):
-        step = event.step if isinstance(event, ToolCallRefused) else ""
-        outcome = call_outcome(event, decisions.get(event.call_id))  # type: ignore[arg-type]
-        expected[(event.tool, outcome, step)] += 1
+    endings = ending_events(events)
+    assert [(type(e), e.tool, getattr(e, "step", "")) for e in endings] == [
+        (kind, name, step) for name, _, _, kind, _, step in plan
+    ]
+    decisions = [e for e in events if isinstance(e, ToolApprovalDecided)]
+    assert [d.decision for d in decisions] == ["deny", "allow-always"]
+    expected = Counter((name, outcome, step) for name, _, _, _, outcome, step in plan)
     counted = Counter(
         {
             (p.attributes["tool"], p.attributes["outcome"], p.attributes["refused_step"]): p.value
@@ -462,8 +477,7 @@ async def test_the_tool_calls_counter_matches_the_recorded_ending_events(
         }
     )
     assert counted == expected
-    assert sum(expected.values()) == len(plan)
-    positions = {r.event.call_id: r.position for r in recorded if r.event in ending_events(events)}
+    positions = {r.event.call_id: r.position for r in recorded if r.event in endings}
     spans = telemetry.spans_named("execute_tool counter") + telemetry.spans_named(
         "execute_tool gated"
     )

@@ -137,6 +137,11 @@ async def test_the_token_usage_metric_keeps_the_two_semconv_types(
         await system.send("a", "u", "hello")
     points = telemetry.points("gen_ai.client.token.usage")
     assert sorted(p.attributes["gen_ai.token.type"] for p in points) == ["input", "output"]
+    # The attributes the GenAI conventions require on it, and the model asked.
+    for point in points:
+        assert point.attributes["gen_ai.operation.name"] == "chat"
+        assert point.attributes["gen_ai.provider.name"] == "scripted"
+        assert point.attributes["gen_ai.request.model"] == "gpt-4o"
     assert telemetry.value("gen_ai.client.token.usage", **{"gen_ai.token.type": "input"}) == 1
     totals = {p.attributes["gen_ai.token.type"]: p.total for p in points}
     assert totals == {"input": 1200, "output": 80}
