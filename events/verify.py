@@ -187,10 +187,12 @@ async def _chain_of(store: EventStore) -> tuple[ChainBackend, ChainState]:
         raise NoHashChain(f"the {type(backend).__name__} keeps no hash chain: nothing to verify")
     state = await backend.chain_state()
     if state is None:
+        head = await store.head_position()
+        unchained = f": positions 1-{head} are unchained" if head else ""
         raise NoHashChain(
-            "the log has no hash chain yet (it was written before clawlog kept one); "
-            "the first store that opens it for writing upgrades it in place "
-            "(`clawlog verify --upgrade` does just that)"
+            f"the log has no hash chain yet{unchained} (written before clawlog kept one); "
+            "`clawlog verify --upgrade` hashes them in place, as does the first store "
+            "that opens the log for writing"
         )
     return backend, state
 

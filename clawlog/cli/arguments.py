@@ -529,7 +529,8 @@ def _add_verify(verify: argparse.ArgumentParser) -> None:
     verify.add_argument(
         "--upgrade",
         action="store_true",
-        help="open an SQLite log for writing first: a log from before the chain gets one",
+        help="open the log for writing first (SQLite or PostgreSQL): a log from before "
+        "the chain gets one",
     )
 
 

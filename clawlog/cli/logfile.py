@@ -28,10 +28,12 @@ POSTGRES_HINT = "PostgreSQL logs need asyncpg: pip install 'clawlog[postgres]'"
 
 @contextlib.asynccontextmanager
 async def open_log(path: str | Path, *, read_only: bool = True) -> AsyncIterator[EventStore]:
-    """Open an existing clawlog log (read-only by default, so a running writer is fine)."""
+    """Open an existing clawlog log, read-only by default: a running writer is fine, and
+    reading never changes the log (a PostgreSQL log from before the hash chain is not
+    upgraded, nor a missing schema created; ``read_only=False`` does both)."""
     text = str(path)
     if text.startswith(("postgresql://", "postgres://")):
-        store = await _open_postgres(text)
+        store = await _open_postgres(text, read_only=read_only)
     else:
         store = await _open_sqlite(Path(path), read_only=read_only)
     try:
@@ -57,7 +59,7 @@ async def _open_sqlite(location: Path, *, read_only: bool) -> EventStore:
         raise CliError(describe(str(location), exc)) from exc
 
 
-async def _open_postgres(url: str) -> EventStore:
+async def _open_postgres(url: str, *, read_only: bool) -> EventStore:
     where = _redacted(url)
     try:
         import asyncpg
@@ -66,7 +68,7 @@ async def _open_postgres(url: str) -> EventStore:
     except ImportError as exc:
         raise CliError(f"{where}: {POSTGRES_HINT}") from exc
     try:
-        return await open_store(PostgresBackend(url))
+        return await open_store(PostgresBackend(url, read_only=read_only))
     # Refusals (a wrong password, no such database) are PostgresErrors the store does not
     # translate; a malformed URL is a ValueError; asyncpg's connect timeout a TimeoutError.
     except (EventStoreError, asyncpg.PostgresError, OSError, ValueError, TimeoutError) as exc:

@@ -12,10 +12,15 @@ The append functions also extend the log's hash chain under that lock
 (:mod:`.postgres_sql`), and refuse to extend one damaged outside clawlog (rows past its
 recorded head, a lost ``chain_head`` row: :mod:`.chain_damage`) with
 :class:`StoreDamaged`; such a log still opens, for readers and ``clawlog verify``.
-Opening a log from before the chain (schema 1) upgrades it in place: its rows are hashed
-:data:`UPGRADE_BATCH` per transaction (each holds the append lock that long; tens of
-seconds per million events), while other processes keep appending (an append meanwhile
-first hashes what is left).
+Opening a log from before the chain (schema 1) for writing upgrades it in place: its rows
+are hashed :data:`UPGRADE_BATCH` per transaction (each holds the append lock that long;
+tens of seconds per million events), while other processes keep appending (an append
+meanwhile first hashes what is left).
+
+``read_only=True`` opens an existing log without changing anything: no DDL, no upgrade,
+no writer (appends, snapshots and leases are refused). ``clawlog verify`` and every CLI
+reader open it so: looking at a log, an old one included, never changes it; its
+``chain_state`` is None until someone upgrades it (``clawlog verify --upgrade``).
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ class PostgresBackend:
         max_batch: int = 500,
         poll_interval: float = 0.5,
         append_timeout: float = 30.0,
+        read_only: bool = False,
     ) -> None:
         if _IDENTIFIER.fullmatch(schema) is None:
             raise ValueError(f"invalid schema name {schema!r}")
@@ -85,17 +91,27 @@ class PostgresBackend:
         self._appended = asyncio.Event()
         self._channel = f"clawlog_{schema}"
         self._state = "unopened"
+        #: Only read an existing log: no DDL, no upgrade, no writer.
+        self.read_only = read_only
 
     # -- lifecycle ----------------------------------------------------------------------
     async def open(self) -> None:
         try:
             self._pool = await asyncpg.create_pool(self.url, min_size=1, max_size=self._pool_size)
             async with self._pool.acquire() as conn:
-                await self._check_or_create(conn)
+                if self.read_only:
+                    await self._check_existing(conn)
+                else:
+                    await self._check_or_create(conn)
             await self._listen()
-        except _UNAVAILABLE as exc:
+        except BaseException as exc:
             await self._close_pool()
-            raise StoreUnavailable(f"cannot reach PostgreSQL: {exc}") from exc
+            if isinstance(exc, _UNAVAILABLE):
+                raise StoreUnavailable(f"cannot reach PostgreSQL: {exc}") from exc
+            raise
+        self._state = "open"
+        if self.read_only:
+            return
         self._writer = PostgresWriter(
             self.url,
             self.schema,
@@ -104,27 +120,38 @@ class PostgresBackend:
             self._span,
             timeout=self._append_timeout,
         )
-        self._state = "open"
 
-    async def _check_or_create(self, conn: asyncpg.Connection) -> None:
-        """Create or migrate the schema; refuse one that is foreign or newer."""
+    async def _log_version(self, conn: asyncpg.Connection) -> int | None:
+        """The schema version of the log in ``schema`` (None: there is none); refuse
+        one that is foreign or newer."""
         events = await conn.fetchval("SELECT to_regclass($1)", f"{self.schema}.events")
         meta = await conn.fetchval("SELECT to_regclass($1)", f"{self.schema}.clawlog_meta")
         if events is not None and meta is None:
             raise NotAClawlogDatabase(
                 f"schema {self.schema!r} has an events table that is not a clawlog log"
             )
-        if meta is not None:
-            version = int(
-                await conn.fetchval(
-                    f"SELECT value FROM {self.schema}.clawlog_meta WHERE key = 'schema_version'"
-                )
+        if meta is None:
+            return None
+        version = int(
+            await conn.fetchval(
+                f"SELECT value FROM {self.schema}.clawlog_meta WHERE key = 'schema_version'"
             )
-            if version > SCHEMA_VERSION:
-                raise NotAClawlogDatabase(
-                    f"schema {self.schema!r} was written by a newer "
-                    f"clawlog (schema {version} > {SCHEMA_VERSION})"
-                )
+        )
+        if version > SCHEMA_VERSION:
+            raise NotAClawlogDatabase(
+                f"schema {self.schema!r} was written by a newer "
+                f"clawlog (schema {version} > {SCHEMA_VERSION})"
+            )
+        return version
+
+    async def _check_existing(self, conn: asyncpg.Connection) -> None:
+        """A read-only open: the log must be there; nothing is created or upgraded."""
+        if await self._log_version(conn) is None:
+            raise EventStoreError(f"PostgreSQL schema {self.schema!r} holds no clawlog log yet")
+
+    async def _check_or_create(self, conn: asyncpg.Connection) -> None:
+        """Create or migrate the schema; refuse one that is foreign or newer."""
+        await self._log_version(conn)
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", self.schema)
             await conn.execute(ddl(self.schema))
@@ -197,7 +224,7 @@ class PostgresBackend:
         metadata: EventMetadata,
     ) -> asyncio.Future[list[StoredRecord]]:
         """Queue the append for the writer's next batch; the future holds its result."""
-        self._check_open()
+        self._check_writable()
         assert self._writer is not None
         return self._writer.submit(stream, records, expected_version, metadata)
 
@@ -218,6 +245,7 @@ class PostgresBackend:
         return [StoredRecord(*row) for row in rows]
 
     async def save_snapshot(self, snapshot: SnapshotRecord) -> None:
+        self._check_writable()
         await self._execute(
             f"INSERT INTO {self.schema}.snapshots VALUES ($1,$2,$3,$4,$5) ON CONFLICT (stream) "
             "DO UPDATE SET version = excluded.version, state_type = excluded.state_type, "
@@ -288,8 +316,16 @@ class PostgresBackend:
     # -- the hash chain (read by clawlog.events.verify) ------------------------------------
     async def chain_state(self) -> ChainState | None:
         """The writer's recorded head and the last position, in one statement (one
-        snapshot); None while the rows of an old log are still being hashed."""
+        snapshot); None for a log from before the chain (opened read-only: nobody has
+        upgraded it) and while the rows of an old log are still being hashed."""
         s = self.schema
+        (found,) = await self._fetch(
+            f"SELECT to_regclass($1), (SELECT m.value::int FROM {s}.clawlog_meta m "
+            "WHERE m.key = 'schema_version')",
+            f"{s}.chain_head",
+        )
+        if found[0] is None and (found[1] or 1) < SCHEMA_VERSION:
+            return None  # a log from before the chain, that no writer has opened since
         rows = await self._fetch(
             f"SELECT (SELECT coalesce(max(position), 0) FROM {s}.events), h.position, h.hash, "
             f"h.complete, coalesce((SELECT m.value::int FROM {s}.clawlog_meta m "
@@ -320,6 +356,7 @@ class PostgresBackend:
     async def acquire_leases(
         self, streams: Sequence[str], owner: str, ttl_s: float
     ) -> dict[str, str]:
+        self._check_writable()
         refused = {}
         now = time.time()
         for stream in streams:
@@ -342,6 +379,7 @@ class PostgresBackend:
         return refused
 
     async def renew_leases(self, owner: str, ttl_s: float) -> int:
+        self._check_writable()
         result = await self._execute(
             f"UPDATE {self.schema}.stream_leases SET expires_at = $2 WHERE owner = $1",
             owner,
@@ -350,6 +388,7 @@ class PostgresBackend:
         return int(str(result).split()[-1])
 
     async def release_leases(self, streams: Sequence[str] | None, owner: str) -> None:
+        self._check_writable()
         if streams is None:
             await self._execute(f"DELETE FROM {self.schema}.stream_leases WHERE owner = $1", owner)
         else:
@@ -389,6 +428,11 @@ class PostgresBackend:
             return await pool.execute(sql, *params)
         except _UNAVAILABLE as exc:
             raise StoreUnavailable(f"PostgreSQL is unreachable: {exc}") from exc
+
+    def _check_writable(self) -> None:
+        self._check_open()
+        if self.read_only:
+            raise EventStoreError(f"PostgreSQL schema {self.schema!r} was opened read-only")
 
     def _check_open(self) -> asyncpg.Pool:
         if self._state != "open" or self._pool is None:

@@ -1,6 +1,7 @@
 """``clawlog verify`` as a user runs it (a real subprocess on a real SQLite file): exit
 status and one-line diagnosis, the head to anchor, signed checkpoints (keys made by the
-command and by openssl), and a log from before the chain."""
+command and by openssl), and a log from before the chain, which verify and the readers
+never upgrade (SQLite, and PostgreSQL on the test server)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,17 @@ import asyncio
 import json
 import shutil
 import subprocess
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from tests.cli.support import assert_user_error, clawlog, write_log
-from tests.events.chain_logs import SqliteChainLog
+from tests.events.chain_logs import SqliteChainLog, postgres_tables, write_v1_postgres_log
 from tests.events.test_chain import write_v1_log
+from tests.support.postgres import database_url
 
 EVENTS = 300
 
@@ -223,3 +228,55 @@ def test_a_lost_recorded_head_is_damage(log: Path) -> None:
     assert_user_error(
         clawlog("verify", "--db", str(log)), "chain_head table has lost its row", "backup"
     )
+
+
+@pytest.fixture
+def postgres_database() -> Iterator[str]:
+    """The URL of a fresh database on the test server (the CLI reads schema ``clawlog``),
+    dropped afterwards."""
+    asyncpg = pytest.importorskip("asyncpg")
+    server = database_url()
+    name = f"t_{uuid.uuid4().hex[:16]}"
+
+    async def run(sql: str) -> None:
+        conn = await asyncpg.connect(server)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(run(f"CREATE DATABASE {name}"))
+    try:
+        yield urlunsplit(urlsplit(server)._replace(path=f"/{name}"))
+    finally:
+        asyncio.run(run(f"DROP DATABASE {name} WITH (FORCE)"))
+
+
+@pytest.mark.postgres
+def test_an_old_postgresql_log_is_upgraded_only_by_upgrade(postgres_database: str) -> None:
+    """verify and the readers open it read-only: no DDL, no upgrade, "no chain yet"."""
+    url = postgres_database
+    asyncio.run(write_v1_postgres_log(url, "clawlog", 200))
+    before = asyncio.run(postgres_tables(url, "clawlog"))
+    assert_user_error(
+        clawlog("verify", "--db", url),
+        "no hash chain yet: positions 1-200 are unchained",
+        "clawlog verify --upgrade",
+    )
+    assert_user_error(clawlog("verify", "--db", url, "--head"), "no hash chain yet")
+    listed = clawlog("tail", "--db", url, "-n", "3")
+    assert listed.returncode == 0, listed.stderr
+    assert len(listed.stdout.splitlines()) == 3
+    assert asyncio.run(postgres_tables(url, "clawlog")) == before
+    upgraded = clawlog("verify", "--db", url, "--upgrade")
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert "chain intact: 200 events checked" in upgraded.stdout
+    assert "chain_head" in asyncio.run(postgres_tables(url, "clawlog"))
+    assert clawlog("verify", "--db", url).returncode == 0
+
+
+@pytest.mark.postgres
+def test_a_postgresql_database_without_a_log_is_left_alone(postgres_database: str) -> None:
+    assert_user_error(clawlog("verify", "--db", postgres_database), "holds no clawlog log yet")
+    assert_user_error(clawlog("tail", "--db", postgres_database), "holds no clawlog log yet")
+    assert asyncio.run(postgres_tables(postgres_database, "clawlog")) == {}

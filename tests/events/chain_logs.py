@@ -188,7 +188,8 @@ class PostgresChainLog(ChainLog):
     async def open(self, *, writer: bool = False) -> EventStore:
         from clawlog.events.backends.postgres import PostgresBackend
 
-        return await open_store(PostgresBackend(self.url, schema=self.schema, pool_size=2))
+        backend = PostgresBackend(self.url, schema=self.schema, pool_size=2, read_only=not writer)
+        return await open_store(backend)
 
     async def run(self, *statements: Statement) -> None:
         import asyncpg
@@ -232,3 +233,72 @@ class PostgresChainLog(ChainLog):
         return "".join(
             part + (f"${i}" if i < len(parts) else "") for i, part in enumerate(parts, 1)
         )
+
+
+def v1_postgres_ddl(schema: str) -> str:
+    """The tables of schema 1, as clawlog created them before the chain (git history)."""
+    return f"""
+    CREATE SCHEMA {schema};
+    CREATE TABLE {schema}.clawlog_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    CREATE TABLE {schema}.events (
+        position BIGINT PRIMARY KEY, stream TEXT NOT NULL, version INTEGER NOT NULL,
+        type TEXT NOT NULL, schema_version INTEGER NOT NULL, payload BYTEA NOT NULL,
+        recorded_at DOUBLE PRECISION NOT NULL, correlation_id TEXT, causation_id TEXT,
+        actor TEXT, idempotency_key TEXT, UNIQUE (stream, version));
+    CREATE TABLE {schema}.idempotency_keys (
+        key TEXT PRIMARY KEY, stream TEXT NOT NULL, first_position BIGINT NOT NULL,
+        last_position BIGINT NOT NULL);
+    CREATE TABLE {schema}.snapshots (
+        stream TEXT PRIMARY KEY, version INTEGER NOT NULL, state_type TEXT NOT NULL,
+        payload BYTEA NOT NULL, recorded_at DOUBLE PRECISION NOT NULL);
+    CREATE TABLE {schema}.stream_leases (
+        stream TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL);
+    INSERT INTO {schema}.clawlog_meta VALUES ('schema_version', '1');
+    """
+
+
+async def write_v1_postgres_log(url: str, schema: str, events: int) -> None:
+    """A schema 1 log in ``schema``, rows as the old writer stored them (an actor on some)."""
+    import asyncpg
+
+    from clawlog.events import default_registry
+
+    registry = default_registry()
+    rows = []
+    for n in range(1, events + 1):
+        tag, version, payload = registry.encode(ActorStarted(path=f"old{n}", kind="w"))
+        actor = "session/old" if n % 3 == 0 else None
+        rows.append((n, f"agent/o{n % 7}", n // 7 + 1, tag, version, payload, 1.7e9 + n, actor))
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(v1_postgres_ddl(schema))
+        await conn.copy_records_to_table(
+            "events",
+            schema_name=schema,
+            records=rows,
+            columns=[
+                "position", "stream", "version", "type", "schema_version", "payload",
+                "recorded_at", "actor",
+            ],
+        )  # fmt: skip
+    finally:
+        await conn.close()
+
+
+async def postgres_tables(url: str, schema: str) -> dict[str, list[str]]:
+    """The tables of ``schema`` and their columns (to show that nothing was changed)."""
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        rows = await conn.fetch(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = $1 ORDER BY table_name, ordinal_position",
+            schema,
+        )
+    finally:
+        await conn.close()
+    tables: dict[str, list[str]] = {}
+    for row in rows:
+        tables.setdefault(row["table_name"], []).append(row["column_name"])
+    return tables

@@ -1,7 +1,8 @@
 """The hash chain on a real PostgreSQL log: the server-side functions hash every append
 (both of them: the fast path and the checked one) exactly as clawlog.events.chain
 defines it, several processes extend one chain, every tampering is found at the right
-position, and a log from before the chain is upgraded in place.
+position, a log from before the chain is upgraded in place by a writer, and a
+read-only open (what `clawlog verify` uses) changes nothing.
 
 Run with ``CI=true bash scripts/test.sh tests/events/test_chain_postgres.py``.
 """
@@ -21,15 +22,21 @@ from clawlog.events import (
     ANY,
     NO_STREAM,
     EventMetadata,
+    EventStoreError,
+    NoHashChain,
     StoreDamaged,
     VersionConflict,
-    default_registry,
 )
 from clawlog.events.backends.postgres_sql import SCHEMA_VERSION
 from clawlog.events.chain import GENESIS, link
 from clawlog.events.domain.actor import ActorStarted
 from clawlog.events.verify import chain_head, verify_chain
-from tests.events.chain_logs import PostgresChainLog, write_events
+from tests.events.chain_logs import (
+    PostgresChainLog,
+    postgres_tables,
+    write_events,
+    write_v1_postgres_log,
+)
 from tests.events.test_chain import EVENTS, PAST_HEAD, TAMPERINGS
 from tests.support.postgres import database_url
 
@@ -230,50 +237,9 @@ async def test_an_append_after_rows_added_past_the_recorded_head_is_refused(
 
 
 # -- upgrade in place ------------------------------------------------------------------------
-def v1_ddl(schema: str) -> str:
-    """The tables of schema 1, as clawlog created them before the chain (git history)."""
-    return f"""
-    CREATE SCHEMA {schema};
-    CREATE TABLE {schema}.clawlog_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-    CREATE TABLE {schema}.events (
-        position BIGINT PRIMARY KEY, stream TEXT NOT NULL, version INTEGER NOT NULL,
-        type TEXT NOT NULL, schema_version INTEGER NOT NULL, payload BYTEA NOT NULL,
-        recorded_at DOUBLE PRECISION NOT NULL, correlation_id TEXT, causation_id TEXT,
-        actor TEXT, idempotency_key TEXT, UNIQUE (stream, version));
-    CREATE TABLE {schema}.idempotency_keys (
-        key TEXT PRIMARY KEY, stream TEXT NOT NULL, first_position BIGINT NOT NULL,
-        last_position BIGINT NOT NULL);
-    CREATE TABLE {schema}.snapshots (
-        stream TEXT PRIMARY KEY, version INTEGER NOT NULL, state_type TEXT NOT NULL,
-        payload BYTEA NOT NULL, recorded_at DOUBLE PRECISION NOT NULL);
-    CREATE TABLE {schema}.stream_leases (
-        stream TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL);
-    INSERT INTO {schema}.clawlog_meta VALUES ('schema_version', '1');
-    """
-
-
 async def test_an_old_log_is_upgraded_in_place() -> None:
     url, schema = database_url(), f"t_{uuid.uuid4().hex[:16]}"
-    registry = default_registry()
-    rows = []
-    for n in range(1, 25_002):
-        tag, version, payload = registry.encode(ActorStarted(path=f"old{n}", kind="w"))
-        actor = "session/old" if n % 3 == 0 else None
-        rows.append((n, f"agent/o{n % 7}", n // 7 + 1, tag, version, payload, 1.7e9 + n, actor))
-    conn = await asyncpg.connect(url)
-    try:
-        await conn.execute(v1_ddl(schema))
-        await conn.copy_records_to_table(
-            "events",
-            schema_name=schema,
-            records=rows,
-            columns=[
-                "position", "stream", "version", "type", "schema_version", "payload",
-                "recorded_at", "actor",
-            ],
-        )  # fmt: skip
-    finally:
-        await conn.close()
+    await write_v1_postgres_log(url, schema, 25_001)
     old = PostgresChainLog(url, schema)
     store = await old.open(writer=True)
     try:
@@ -291,6 +257,42 @@ async def test_an_old_log_is_upgraded_in_place() -> None:
     finally:
         await conn.close()
     assert int(version) == SCHEMA_VERSION
+
+
+async def test_a_read_only_open_of_an_old_log_changes_nothing() -> None:
+    """What `clawlog verify` and the readers open: no DDL, no upgrade; verify says which
+    positions are unchained; appends are refused. A writer then upgrades it."""
+    url, schema = database_url(), f"t_{uuid.uuid4().hex[:16]}"
+    await write_v1_postgres_log(url, schema, 50)
+    before = await postgres_tables(url, schema)
+    assert "chain_head" not in before and "hash" not in before["events"]
+    old = PostgresChainLog(url, schema)
+    store = await old.open()
+    try:
+        assert [r.position for r in await store.read_all(1, 100)] == list(range(1, 51))
+        with pytest.raises(NoHashChain, match="positions 1-50 are unchained") as no_chain:
+            await verify_chain(store)
+        assert "clawlog verify --upgrade" in str(no_chain.value)
+        with pytest.raises(NoHashChain):
+            await chain_head(store)
+        with pytest.raises(EventStoreError, match="opened read-only"):
+            await store.append("agent/new", [ActorStarted(path="n", kind="w")], ANY)
+    finally:
+        await store.close()
+    assert await postgres_tables(url, schema) == before
+    store = await old.open(writer=True)
+    try:
+        report = await verify_chain(store)
+    finally:
+        await store.close()
+    assert report.intact and report.checked == 50
+
+
+async def test_a_read_only_open_of_no_log_creates_nothing() -> None:
+    url, schema = database_url(), f"t_{uuid.uuid4().hex[:16]}"
+    with pytest.raises(EventStoreError, match=f"schema '{schema}' holds no clawlog log yet"):
+        await PostgresChainLog(url, schema).open()
+    assert await postgres_tables(url, schema) == {}
 
 
 async def test_an_untouched_log_of_100000_events_verifies() -> None:
