@@ -36,6 +36,12 @@ Which steps are decided again, in the pipeline's order:
 Calls recorded before verdicts (no ``facts``) and calls never decided (still waiting for
 a person, or the process stopped first) are counted as not re-decidable. A call run again
 after a restart (``tool.call_resume_decided``) is examined once.
+
+**Which calls.** ``agent``, ``tool``, and a span of the log: requested at or after
+``since_time`` (or from position ``start``), and before ``until_time`` or position
+``until`` (both exclusive). A call is placed by its request; its outcome is read past the
+span's end, and the reading stops once every call requested in the span is decided and
+the log is past the end (by :data:`CLOCK_SLACK_S` for a time).
 """
 
 from __future__ import annotations
@@ -74,6 +80,7 @@ from .result import ToolResult
 from .verdict import allowed_verdict
 
 __all__ = [
+    "CLOCK_SLACK_S",
     "WHAT_IF_TYPES",
     "CallChange",
     "ChangeKind",
@@ -104,6 +111,10 @@ _CHANGES: dict[tuple[str, str], ChangeKind] = {
     ("allowed", "asks"): "newly_asks",
     ("refused", "asks"): "newly_asks",
 }
+#: How far out of time order the log may be (several PostgreSQL writers stamp their
+#: batches with their own clocks): a read for calls before ``until_time`` goes on until
+#: requests this much later.
+CLOCK_SLACK_S = 10.0
 #: Events read per page (two pages in memory: one decided, the next being read).
 _PAGE = 2_000
 #: Policy decisions remembered per distinct caller and tool (then forgotten, and
@@ -210,9 +221,10 @@ class _RecordedTool:
 class PolicyWhatIf:
     """Decides recorded calls again under ``policy`` and reports the changes.
 
-    Feed it the log in order (:meth:`changes` does, from a store); ``agent``, ``tool`` and
-    ``since_time`` (epoch seconds, at or after) choose the calls examined; the totals are
-    final once the feed ends (:meth:`finish`).
+    Feed it the log in order (:meth:`changes` does, from a store); ``agent``, ``tool``,
+    ``since_time`` (epoch seconds, at or after), ``until_time`` (epoch seconds, before)
+    and ``until`` (a position, before) choose the calls examined, by their request; the
+    totals are final once the feed ends (:meth:`finish`).
     """
 
     def __init__(
@@ -223,6 +235,8 @@ class PolicyWhatIf:
         agent: str | None = None,
         tool: str | None = None,
         since_time: float | None = None,
+        until_time: float | None = None,
+        until: int | None = None,
     ) -> None:
         if isinstance(policy, PolicyFile):
             config, approvals = policy.policy, approvals or policy.approvals
@@ -232,6 +246,10 @@ class PolicyWhatIf:
         self.approvals = approvals or ApprovalConfig()
         self.engine = PolicyEngine(config)
         self.agent, self.tool, self.since_time = agent, tool, since_time
+        self.until_time, self.until = until_time, until
+        #: A request past the span's end has been seen (with the slack for a time): no
+        #: call requested later is examined.
+        self.past_end = False
         self.totals = WhatIfTotals()
         self.allowlist = ApprovalState()
         self._calls: dict[tuple[str, str, str], _Call] = {}
@@ -266,11 +284,14 @@ class PolicyWhatIf:
             store, start, types=WHAT_IF_TYPES, page_size=_PAGE, skip_corrupt=skip_corrupt
         )
         self.pages = pages
-        async for page in _read_ahead(pages):
-            for recorded in page:
-                change = self.feed(recorded)
-                if change is not None:
-                    yield change
+        async with contextlib.aclosing(_read_ahead(pages)) as read:
+            async for page in read:
+                for recorded in page:
+                    change = self.feed(recorded)
+                    if change is not None:
+                        yield change
+                if self.past_end and not self._calls:
+                    break  # every call of the span is decided: the rest is after it
         self.finish()
 
     # -- the fold -----------------------------------------------------------------------
@@ -321,13 +342,24 @@ class PolicyWhatIf:
         if key in self._resumed:  # the same call run again after a restart: examined once
             self._resumed.discard(key)
             return
+        if not self._in_span(recorded):
+            return
         if (self.agent is not None and event.agent != self.agent) or (
             self.tool is not None and event.tool != self.tool
         ):
             return
-        if self.since_time is not None and recorded.recorded_at < self.since_time:
-            return
         self._calls[key] = _Call(recorded, event)
+
+    def _in_span(self, recorded: RecordedEvent) -> bool:
+        """Whether a call requested here is in the span examined; notes the span's end."""
+        at = recorded.recorded_at
+        if self.until is not None and recorded.position >= self.until:
+            self.past_end = True
+            return False
+        if self.until_time is not None and at >= self.until_time:
+            self.past_end = self.past_end or at >= self.until_time + CLOCK_SLACK_S
+            return False
+        return self.since_time is None or at >= self.since_time
 
     # -- deciding again -----------------------------------------------------------------
     def _judge(self, call: _Call, ending: ToolCallRefused | ToolCallStarted) -> CallChange | None:
@@ -488,10 +520,12 @@ async def _read_ahead(pages: LogPages) -> AsyncIterator[list[RecordedEvent]]:
             ahead = asyncio.ensure_future(anext(walk))
             yield page
     finally:
+        # The page read ahead is not wanted now (the walk ended or was left early): its
+        # outcome, whatever it is, is collected so that nothing reports it as lost.
         if not ahead.done():
             ahead.cancel()
-            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                await ahead
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await ahead
 
 
 def _text(value: Any) -> str | None:
@@ -524,12 +558,23 @@ async def what_if(
     tool: str | None = None,
     start: int = 1,
     since_time: float | None = None,
+    until: int | None = None,
+    until_time: float | None = None,
     skip_corrupt: bool = False,
 ) -> WhatIfReport:
-    """Every recorded call (all sessions; or ``agent``'s, ``tool``'s, from position
-    ``start`` or time ``since_time`` on) decided again under ``policy``: the changes, both
-    ways, and the totals. Holds the changes in memory; :class:`PolicyWhatIf` streams."""
-    run = PolicyWhatIf(policy, approvals, agent=agent, tool=tool, since_time=since_time)
+    """Every recorded call (all sessions; or ``agent``'s, ``tool``'s, requested from
+    position ``start`` or time ``since_time`` on, before position ``until`` or time
+    ``until_time``) decided again under ``policy``: the changes, both ways, and the
+    totals. Holds the changes in memory; :class:`PolicyWhatIf` streams."""
+    run = PolicyWhatIf(
+        policy,
+        approvals,
+        agent=agent,
+        tool=tool,
+        since_time=since_time,
+        until_time=until_time,
+        until=until,
+    )
     changes = [c async for c in run.changes(store, start=start, skip_corrupt=skip_corrupt)]
     skipped = list(run.pages.skipped) if run.pages is not None else []
     return WhatIfReport(changes=changes, totals=run.totals, skipped=skipped)

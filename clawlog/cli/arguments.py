@@ -272,6 +272,13 @@ def _add_audit(audit: argparse.ArgumentParser) -> None:
         "the policy's digest shown is --agent's (as its verdicts record it), else the global "
         "one",
     )
+    audit.add_argument(
+        "--until",
+        type=parse_point,
+        metavar="WHEN",
+        help="with --what-if: only calls requested before this log position, ISO time or "
+        "@EPOCH seconds (exclusive)",
+    )
     _add_window(audit, rows="calls")
 
 

@@ -122,9 +122,17 @@ async def _audit(store: EventStore, args: argparse.Namespace) -> int:
         if args.refused:
             raise CliError("--refused lists recorded refusals; --what-if lists changes: use one")
         await what_if(
-            store, args.what_if, agent=args.agent, tool=args.tool, form=form, window=_window(args)
+            store,
+            args.what_if,
+            agent=args.agent,
+            tool=args.tool,
+            form=form,
+            window=_window(args),
+            until=args.until,
         )
         return 0
+    if args.until is not None:
+        raise CliError("--until applies to --what-if (the calls it decides again)")
     from .readers import audit
 
     await audit(

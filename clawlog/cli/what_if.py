@@ -2,7 +2,9 @@
 another policy (:mod:`clawlog.tools.what_if`), and the calls whose outcome would change.
 
 The log is read a page at a time and each change is printed as it is found
-(``listing.py``); the totals come last: in the JSON document after the changes
+(``listing.py``); ``--since`` and ``--until`` (a position, an ISO time or @EPOCH:
+``points.py``) choose the calls by their request, ``--agent`` and ``--tool`` by who
+asked for what. The totals come last: in the JSON document after the changes
 (``{"policy", "agent", "digest" | "global_digest", "changes": [...], "totals": {...}}``),
 under the table on a terminal, and on stderr off one (the tab-separated rows stay rows
 only). ``--limit`` caps the rows listed; the totals still count every call. Exit status 0
@@ -27,7 +29,7 @@ from clawlog.tools.what_if import CallChange, PolicyWhatIf, WhatIfTotals
 
 from .errors import CliError
 from .listing import Format, Listing
-from .points import EVERY_ROW, Window, first_position_at
+from .points import EVERY_ROW, LogPoint, Window, first_position_at
 from .render import console, report_skipped
 
 __all__ = ["what_if"]
@@ -49,7 +51,10 @@ async def what_if(
     tool: str | None,
     form: Format,
     window: Window = EVERY_ROW,
+    until: LogPoint | None = None,
 ) -> None:
+    """``until``: only calls requested before it (a position or a time, exclusive); the
+    window's ``since``: from it on."""
     try:
         policy = load_policy_file(policy_path)
     except PolicyFileError as exc:
@@ -58,7 +63,14 @@ async def what_if(
     start = window.after + 1
     if since_time is not None:
         start = await first_position_at(store, since_time, skip_corrupt=window.skip_corrupt)
-    run = PolicyWhatIf(policy, agent=agent, tool=tool, since_time=since_time)
+    run = PolicyWhatIf(
+        policy,
+        agent=agent,
+        tool=tool,
+        since_time=since_time,
+        until_time=until.time if until is not None else None,
+        until=until.position if until is not None else None,
+    )
     head, label = _digest_head(policy, policy_path, agent)
     with Listing(
         f"what if {policy_path} decided ({label})",

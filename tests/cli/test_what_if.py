@@ -5,6 +5,7 @@ and a clear error for a bad policy file."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import shutil
 import sqlite3
@@ -81,29 +82,66 @@ def test_on_a_terminal_the_totals_follow_the_table(log: Path, tmp_path: Path) ->
     assert "8 call(s) examined: 5 unchanged, 3 newly refused" in shown
 
 
-def test_filters_and_limit_choose_the_calls_and_rows(log: Path, tmp_path: Path) -> None:
-    stricter = policy_file(tmp_path, STRICTER)
-    deploys = json.loads(
-        clawlog(
-            "audit", "--db", str(log), "--what-if", stricter, "--tool", "deploy", "--json"
-        ).stdout
+@pytest.fixture(scope="module")
+def two_agents_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("what-if-cli-two") / "log.db"
+    asyncio.run(record_log(path, other_agent=True))
+    return path
+
+
+def requests(log: Path) -> dict[str, tuple[int, float]]:
+    """session key -> (position, recorded_at) of its call's request, read with sqlite3."""
+    conn = sqlite3.connect(log)
+    try:
+        rows = conn.execute(
+            "SELECT stream, position, recorded_at FROM events WHERE type = 'tool.call_requested'"
+        ).fetchall()
+    finally:
+        conn.close()
+    return {stream.rsplit("/", 1)[1]: (position, at) for stream, position, at in rows}
+
+
+def test_filters_and_limit_choose_the_calls_and_rows(two_agents_log: Path, tmp_path: Path) -> None:
+    """Under deny-all every allowed call changes: each filter lists exactly its calls."""
+    deny_all = policy_file(tmp_path, '[tools]\ndeny = ["*"]\n')
+    at = requests(two_agents_log)
+
+    def chosen(*options: str) -> tuple[int, list[str]]:
+        done = clawlog(
+            "audit", "--db", str(two_agents_log), "--what-if", deny_all, "--json", *options
+        )
+        assert done.returncode == 0, done.stderr
+        document = json.loads(done.stdout)
+        return document["totals"]["examined"], [c["call_id"] for c in document["changes"]]
+
+    assert chosen("--agent", "main") == (8, ["call-s-echo", "call-s-ls", "call-s-ok"])
+    assert chosen("--agent", "other") == (2, ["call-o-echo", "call-o-ls"])
+    assert chosen("--tool", "shell") == (3, ["call-s-ls", "call-o-ls"])
+    assert chosen("--agent", "main", "--tool", "shell") == (2, ["call-s-ls"])
+    assert chosen("--agent", "x") == (0, [])
+    # A time in the middle of the log: requested from s-ls's request on, before s-ok's.
+    middle = ("--since", f"@{at['s-ls'][1]!r}", "--until", f"@{at['s-ok'][1]!r}")
+    assert chosen(*middle) == (2, ["call-s-ls"])  # s-ls and s-rm
+
+    def iso_between(first: str, second: str) -> str:
+        middle = (at[first][1] + at[second][1]) / 2
+        return dt.datetime.fromtimestamp(middle, dt.UTC).isoformat()
+
+    between = ("--since", iso_between("s-time", "s-ls"), "--until", iso_between("s-rm", "s-ok"))
+    assert chosen(*between) == (2, ["call-s-ls"])
+    by_position = ("--since", str(at["s-ls"][0]), "--until", str(at["s-ok"][0]))
+    assert chosen(*by_position) == (2, ["call-s-ls"])
+    assert chosen("--until", str(at["s-ok"][0] + 1)) == (
+        5,
+        ["call-s-echo", "call-s-ls", "call-s-ok"],
     )
-    assert [c["call_id"] for c in deploys["changes"]] == ["call-s-ok"]
-    assert deploys["totals"]["examined"] == 3
-    other = json.loads(
-        clawlog("audit", "--db", str(log), "--what-if", stricter, "--agent", "x", "--json").stdout
+    assert chosen("--since", "@4000000000") == (0, [])
+    examined, limited = chosen("--limit", "1")
+    assert (examined, limited) == (10, ["call-s-echo"])
+    assert_user_error(
+        clawlog("audit", "--db", str(two_agents_log), "--until", "5"),
+        "--until applies to --what-if",
     )
-    assert other == {**other, "changes": [], "totals": {**other["totals"], "examined": 0}}
-    later = json.loads(
-        clawlog(
-            "audit", "--db", str(log), "--what-if", stricter, "--since", "@4000000000", "--json"
-        ).stdout
-    )
-    assert later["totals"]["examined"] == 0
-    limited = json.loads(
-        clawlog("audit", "--db", str(log), "--what-if", stricter, "--limit", "1", "--json").stdout
-    )
-    assert len(limited["changes"]) == 1 and limited["totals"]["newly_refused"] == 3
 
 
 def test_the_digest_shown_is_the_agents_as_its_verdicts_record_it(

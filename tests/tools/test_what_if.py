@@ -12,6 +12,7 @@ import asyncio
 import tomllib
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,7 +38,7 @@ from clawlog.tools.ratelimit import RateLimiter, Window
 from clawlog.tools.what_if import PolicyWhatIf, WhatIfReport, what_if
 
 from .support import CountingTool, ShellTool
-from .what_if_log import CALLS, RECORDED_POLICY, record_log
+from .what_if_log import CALLS, RECORDED_POLICY, record_log, requested_at
 
 
 @pytest.fixture(scope="module")
@@ -119,18 +120,45 @@ async def test_asking_more_reports_the_calls_that_would_wait(recorded: EventStor
     assert report.totals.newly_asks == 2
 
 
-async def test_calls_are_chosen_by_agent_tool_and_time(recorded: EventStore) -> None:
+@pytest.fixture(scope="module")
+def two_agents_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("what-if-two") / "log.db"
+    asyncio.run(record_log(path, other_agent=True))
+    return path
+
+
+async def test_calls_are_chosen_by_agent_tool_and_time(two_agents_log: Path) -> None:
+    """Under deny-all every allowed call changes: each filter must choose exactly the
+    calls it names (main's eight, other's two; shell calls of both; a span of time or of
+    positions), no more, no fewer."""
     tightest = policy('[tools]\ndeny = ["*"]\n')
-    deploys = await what_if(recorded, tightest, tool="deploy")
-    assert deploys.totals.examined == 3
-    assert changed(deploys) == {"s-ok": ("newly_refused", "policy", "deny: tools.deny has '*'")}
-    nobody = await what_if(recorded, tightest, agent="someone-else")
-    assert nobody.totals.examined == 0
-    later = await what_if(recorded, tightest, since_time=2**40)
-    assert later.totals.examined == 0
-    [ok] = [c for c in deploys.changes if c.session_key == "s-ok"]
-    from_ok = await what_if(recorded, tightest, start=ok.position)
-    assert {c.session_key for c in from_ok.changes} == {"s-ok"}  # s-echo, s-ls came before
+
+    async def chosen(**filters: Any) -> tuple[int, set[str]]:
+        report = await what_if(store, tightest, **filters)
+        assert report.totals.not_redecidable == 0
+        return report.totals.examined, {c.session_key for c in report.changes}
+
+    async with await open_store(two_agents_log) as store:
+        at = await requested_at(store)
+        assert await chosen() == (10, {"s-echo", "s-ls", "s-ok", "o-echo", "o-ls"})
+        assert await chosen(agent="main") == (8, {"s-echo", "s-ls", "s-ok"})
+        assert await chosen(agent="other") == (2, {"o-echo", "o-ls"})
+        assert await chosen(tool="shell") == (3, {"s-ls", "o-ls"})  # s-rm stays refused
+        assert await chosen(agent="main", tool="deploy") == (3, {"s-ok"})
+        assert await chosen(agent="someone-else") == (0, set())
+        # The middle of the log, by time: requested from s-ls's request, before s-ok's.
+        middle = {"since_time": at["s-ls"][1], "until_time": at["s-ok"][1]}
+        assert await chosen(**middle) == (2, {"s-ls"})  # s-ls and s-rm
+        assert await chosen(since_time=at["s-ls"][1], until_time=at["s-ls"][1]) == (0, set())
+        # The same by position, and from a position on.
+        assert await chosen(start=at["s-ls"][0], until=at["s-ok"][0]) == (2, {"s-ls"})
+        assert await chosen(start=at["s-ok"][0]) == (6, {"s-ok", "o-echo", "o-ls"})
+        assert await chosen(since_time=2**40) == (0, set())
+        # s-ok is decided (a person's answer, then its start) after its request: a span
+        # ending just after the request still reads its outcome.
+        just_after_ok = {"until": at["s-ok"][0] + 1, "until_time": at["s-ok"][1] + 1e-6}
+        for bound, value in just_after_ok.items():
+            assert await chosen(start=at["s-ok"][0], **{bound: value}) == (1, {"s-ok"}), bound
 
 
 async def test_the_streamed_run_yields_each_change_once_with_final_totals(

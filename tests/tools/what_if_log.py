@@ -16,6 +16,9 @@ s-no     deploy {"target": "prod"}             refused at approval: denied by op
 s-bad    deploy {"target": 7}                  refused at validation
 s-none   nosuch {}                             refused at resolve (unknown tool)
 =======  ====================================  ======================================
+
+``record_log(path, other_agent=True)`` then runs :data:`OTHER_CALLS` as agent ``other``
+(both allowed): calls that ``agent="main"`` must leave out.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 from clawlog.actors import System
 from clawlog.actors.agents import AgentConfig
 from clawlog.actors.providers import ModelReply, ModelRequest, ScriptedModel, call, reply
+from clawlog.events import EventStore
 from clawlog.tools import FunctionTool, ToolContext
 
 #: session key -> (tool, arguments, approval answer or None)
@@ -41,8 +45,13 @@ CALLS: dict[str, tuple[str, dict[str, Any], str | None]] = {
     "s-bad": ("deploy", {"target": 7}, None),
     "s-none": ("nosuch", {}, None),
 }
+#: Agent ``other``'s calls, after main's (``record_log(path, other_agent=True)``).
+OTHER_CALLS: dict[str, tuple[str, dict[str, Any], str | None]] = {
+    "o-echo": ("echo", {"message": "from other"}, None),
+    "o-ls": ("shell", {"command": "ls"}, None),
+}
 #: The call id each session's call gets (the session key with "call-" in front).
-CALL_IDS = {session: f"call-{session}" for session in CALLS}
+CALL_IDS = {session: f"call-{session}" for session in {**CALLS, **OTHER_CALLS}}
 #: The agent's own policy, as a policy file spells it: the recorded configuration.
 RECORDED_POLICY = """\
 [agents.main]
@@ -81,7 +90,7 @@ def _script(request: ModelRequest) -> ModelReply:
     if last.role == "tool":
         return reply(f"tool said: {last.content}")
     session = str(last.content)
-    name, arguments, _ = CALLS[session]
+    name, arguments, _ = {**CALLS, **OTHER_CALLS}[session]
     return call(name, call_id=CALL_IDS[session], **arguments)
 
 
@@ -92,8 +101,9 @@ async def _wait_for(system: System, stream: str, event_type: str) -> None:
                 return
 
 
-async def record_log(path: Path) -> None:
-    """Run every call of :data:`CALLS` through a System on ``path``."""
+async def record_log(path: Path, *, other_agent: bool = False) -> None:
+    """Run every call of :data:`CALLS` through a System on ``path`` (then, with
+    ``other_agent``, those of :data:`OTHER_CALLS` as agent ``other``)."""
     async with System.open(path) as system:
         config = AgentConfig(key="main", tools_deny=["time"])
         await system.register_agent(config, ScriptedModel(_script), tools=[SHELL, DEPLOY])
@@ -103,3 +113,14 @@ async def record_log(path: Path) -> None:
                 await _wait_for(system, f"session/main/{session}", "tool.approval_requested")
                 assert await system.approve("main", session, CALL_IDS[session], answer, by="ops")
             await turn
+        if other_agent:
+            other = AgentConfig(key="other")
+            await system.register_agent(other, ScriptedModel(_script), tools=[SHELL])
+            for session in OTHER_CALLS:
+                await system.send("other", session, session)
+
+
+async def requested_at(store: EventStore) -> dict[str, tuple[int, float]]:
+    """session key -> (position, recorded_at) of its call's ``tool.call_requested``."""
+    requests = await store.read_all(1, 10_000, types=["tool.call_requested"])
+    return {r.stream.rsplit("/", 1)[1]: (r.position, r.recorded_at) for r in requests}
