@@ -1,6 +1,7 @@
 """The System's boundary: its size limits, and the checks its public calls make on their
 arguments before anything is sent or appended (agent keys, session keys, team ids and
-members, texts, names, user lists, counts, flags, timeouts, models, tool lists).
+members, texts and the parts that come with them, names, user lists, counts, flags,
+timeouts, models, tool lists).
 
 A wrong argument raises :class:`InvalidArgument` (a ``ValueError``) naming the parameter,
 or :class:`ArgumentTypeError` (also a ``TypeError``) for a wrong type; a message over the
@@ -9,13 +10,17 @@ limit raises :class:`MessageTooLarge`. None of them sends or appends anything.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, get_args
+from urllib.parse import urlsplit
 
 import msgspec
 
+from clawlog.events.domain.session import ContentPart, DocumentPart, ImagePart, TextPart
 from clawlog.events.domain.tool import ApprovalDecision
 
 from .errors import ArgumentTypeError, InvalidArgument, MessageTooLarge
@@ -29,6 +34,7 @@ __all__ = [
     "check_members",
     "check_model",
     "check_name",
+    "check_parts",
     "check_session_key",
     "check_team_id",
     "check_text",
@@ -49,6 +55,17 @@ _SESSION_KEY_MAX = 200
 #: One segment of a stream name (events.store.validate_stream): the key is one segment.
 _SESSION_KEY = re.compile(rf"[A-Za-z0-9_.:@+=#~,>-]{{1,{_SESSION_KEY_MAX}}}")
 _TEAM_ID = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
+_PART_TYPES = (TextPart, ImagePart, DocumentPart)
+_IMAGE_DETAILS = ("", "low", "high", "auto")
+#: How a file of each media type begins (checked on base64 data: a provider refuses an
+#: image whose bytes are not what its media type says, deep inside a turn).
+_SIGNATURES: dict[str, tuple[bytes, ...]] = {
+    "image/png": (b"\x89PNG\r\n\x1a\n",),
+    "image/jpeg": (b"\xff\xd8\xff",),
+    "image/gif": (b"GIF87a", b"GIF89a"),
+    "image/webp": (b"RIFF",),  # then 4 bytes of size, then WEBP
+    "application/pdf": (b"%PDF-",),
+}
 
 
 class Limits(msgspec.Struct, frozen=True, kw_only=True):
@@ -59,8 +76,9 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     the call, never deep inside a turn.
     """
 
-    #: UTF-8 bytes of one message's text (``send``). Over it: :class:`MessageTooLarge` at
-    #: once. It must leave room in one event for the names (8 KiB plus 20 bytes per
+    #: UTF-8 bytes of one message's text (``send``), with its parts (an image or a
+    #: document counts its base64 ``data`` or its ``url``). Over it: :class:`MessageTooLarge`
+    #: at once. It must leave room in one event for the names (8 KiB plus 20 bytes per
     #: character of ``max_name_chars``): 256 KiB by default, less on a store whose
     #: ``max_payload_bytes`` is smaller, unless given.
     max_message_bytes: int = 256 * 1024
@@ -186,6 +204,105 @@ def check_text(text: object, limits: Limits, parameter: str = "text") -> str:
     if size > limits.max_message_bytes:
         raise MessageTooLarge(size, limits.max_message_bytes)
     return text
+
+
+def check_parts(parts: object, text: str, limits: Limits) -> list[ContentPart]:
+    """None (no parts) or a list of ``TextPart``, ``ImagePart`` and ``DocumentPart`` to
+    send with ``text`` (already checked); their bytes count with the text's against
+    ``limits.max_message_bytes``. Base64 data must decode and begin as its media type says;
+    a URL must be http(s)."""
+    if parts is None:
+        return []
+    if isinstance(parts, str | bytes | Mapping) or not isinstance(parts, Sequence):
+        raise ArgumentTypeError(
+            "parts",
+            "must be a list of TextPart, ImagePart or DocumentPart "
+            f"(clawlog.actors.providers), not {type(parts).__name__}",
+        )
+    size = len(text.encode("utf-8"))
+    checked: list[ContentPart] = []
+    for index, part in enumerate(parts):
+        where = f"parts[{index}]"
+        if type(part) not in _PART_TYPES:
+            raise ArgumentTypeError(
+                "parts",
+                f"{where} is of type {type(part).__name__}, not a TextPart, ImagePart or "
+                "DocumentPart (clawlog.actors.providers)",
+            )
+        size += _part_size(part, where, limits, size)
+        _check_part(part, where, limits)
+        checked.append(part)
+    return checked
+
+
+def _part_size(part: ContentPart, where: str, limits: Limits, before: int) -> int:
+    """The UTF-8 bytes of ``part``'s fields; :class:`MessageTooLarge` (naming ``parts``)
+    once the message passes the limit with them."""
+    values = [getattr(part, name) for name in part.__struct_fields__]
+    for name, value in zip(part.__struct_fields__, values, strict=True):
+        if not isinstance(value, str):
+            raise ArgumentTypeError("parts", f"{where}.{name} must be a str, not {value!r:.80}")
+    # len() bounds the UTF-8 size from below: a huge part is refused before encoding.
+    if before + sum(map(len, values)) > limits.max_message_bytes:
+        raise MessageTooLarge(before + sum(map(len, values)), limits.max_message_bytes, "parts")
+    if not all(map(_encodes, values)):
+        raise InvalidArgument("parts", f"{where} holds text that is not valid Unicode")
+    size = sum(len(value.encode("utf-8")) for value in values)
+    if before + size > limits.max_message_bytes:
+        raise MessageTooLarge(before + size, limits.max_message_bytes, "parts")
+    return size
+
+
+def _check_part(part: ContentPart, where: str, limits: Limits) -> None:
+    if isinstance(part, TextPart):
+        if not part.text.strip():
+            raise InvalidArgument("parts", f"{where} is a TextPart without text")
+        return
+    # The struct checked at construction that it holds data or a URL, and a known media
+    # type for data: what is left is what its types and that check cannot say.
+    if isinstance(part, ImagePart) and part.detail not in _IMAGE_DETAILS:
+        raise InvalidArgument(
+            "parts", f"{where}.detail must be '', 'low', 'high' or 'auto', not {part.detail!r}"
+        )
+    if isinstance(part, DocumentPart) and part.filename:
+        check_name(part.filename, "parts", limits)
+    if part.url:
+        _check_url(part.url, where)
+    else:
+        _check_data(part.data, part.media_type, where)
+
+
+def _check_url(url: str, where: str) -> None:
+    if url.startswith("data:"):
+        raise InvalidArgument(
+            "parts",
+            f"{where}.url is a data: URL; pass its base64 content as data= with media_type=",
+        )
+    split = urlsplit(url)
+    if split.scheme not in ("http", "https") or not split.netloc or _CONTROL.search(url):
+        raise InvalidArgument(
+            "parts", f"{where}.url must be an http(s) URL the provider can fetch, not {url:.200}"
+        )
+
+
+def _check_data(data: str, media_type: str, where: str) -> None:
+    try:
+        head = base64.b64decode(data, validate=True)[:16]
+    except (binascii.Error, ValueError):
+        raise InvalidArgument(
+            "parts",
+            f"{where}.data is not base64 (the standard alphabet, no line breaks: "
+            "base64.b64encode(content).decode())",
+        ) from None
+    found = next((kind for kind, starts in _SIGNATURES.items() if head.startswith(starts)), None)
+    if found == "image/webp" and head[8:12] != b"WEBP":
+        found = None
+    if found != media_type:
+        actual = f"looks like {found}" if found else "does not begin like any of them"
+        raise InvalidArgument(
+            "parts",
+            f"{where}.data is not {media_type} as its media_type says: its content {actual}",
+        )
 
 
 def check_name(value: object, parameter: str, limits: Limits, *, required: bool = False) -> str:

@@ -187,13 +187,15 @@ class ArgumentTypeError(InvalidArgument, TypeError):
 
 
 class MessageTooLarge(InvalidArgument):
-    """A message's text is over the System's ``Limits.max_message_bytes``; refused before
-    anything was sent. Send large content as a file or a reference instead."""
+    """A message's text (with its parts: ``parameter`` names which pushed it over) is over
+    the System's ``Limits.max_message_bytes``; refused before anything was sent. Send
+    large content as a file or a reference instead."""
 
-    def __init__(self, size: int, limit: int) -> None:
+    def __init__(self, size: int, limit: int, parameter: str = "text") -> None:
+        what = "the message" if parameter == "text" else "the message with its parts"
         super().__init__(
-            "text",
-            f"the message is {size} bytes (UTF-8); the limit is {limit} "
+            parameter,
+            f"{what} is {size} bytes (UTF-8); the limit is {limit} "
             "(System.open(limits=Limits(max_message_bytes=...)))",
         )
         self.size = size

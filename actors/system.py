@@ -54,7 +54,7 @@ from ._bridge import AskEnvelope, Hub, run_in_thread
 from .actor import EventSourcedActor, launch
 from .agents.budgets import Budgets
 from .agents.compaction import check_summarizer, keep_summarizer
-from .agents.config import AgentConfig
+from .agents.config import AgentConfig, check_tool_choice_offered
 from .agents.delta_sink import DeltaSink
 from .agents.gateway import CallerContext, ToolGateway
 from .agents.handoff import RouteState
@@ -64,7 +64,6 @@ from .agents.messages import (
     ClearSession,
     CompactSession,
     GetSessionStatus,
-    SendMessage,
     SessionStatus,
 )
 from .agents.metering import check_metering, install_metering, prepare_metering
@@ -73,6 +72,7 @@ from .agents.prompt import PromptBuilder
 from .agents.session_state import CompactionInfo
 from .agents.streaming import TurnStream
 from .agents.supervisor import AgentSupervisor, Reconfigure
+from .agents.user_message import user_message
 from .boundary import (
     Limits,
     check_agent_key,
@@ -84,7 +84,6 @@ from .boundary import (
     check_name,
     check_session_key,
     check_team_id,
-    check_text,
     check_timeout,
     check_tools,
     check_users,
@@ -104,7 +103,7 @@ from .hub_store import HubStore
 from .internal import AwaitRecovery
 from .messages import Message, Request
 from .outbox import Outbox
-from .providers.base import Model
+from .providers.base import ContentPart, Model
 from .providers.catalog import ModelCatalog
 from .runtime import ActorHandle, Runtime
 from .supervision import SupervisionPolicy
@@ -364,7 +363,8 @@ class System:
             AskTimeout, ActorUnavailable, ActorCrashed: as :meth:`System.ask` (no answer
                 in time; the event store is unreachable; the handler failed).
             InvalidArgument: (a ValueError) a budget limits the cost but the model catalog
-                has no price for ``model``.
+                has no price for ``model``; ``config.tool_choice`` names a tool the agent
+                does not have, or is "required" and it has none.
         """
         self._check_open()
         if not isinstance(config, AgentConfig):
@@ -375,6 +375,7 @@ class System:
         check_summarizer(summarizer)
         check_tools(tools)
         gateway = gateway or self.default_gateway(config, tools)
+        check_tool_choice_offered(config, gateway)
         prompt = prompt or self.prompt_for(config.key)
         await prepare_metering(
             config,
@@ -450,6 +451,7 @@ class System:
         session_key: str,
         text: str,
         *,
+        parts: Sequence[ContentPart] | None = None,
         channel: str = "",
         chat_id: str = "",
         user: str = "",
@@ -458,12 +460,21 @@ class System:
     ) -> str:
         """Send ``text`` to ``agent`` in ``session_key``; return the turn's reply.
 
+        ``parts`` come with the text, sent to the model after it in order: images
+        (``ImagePart``: base64 ``data`` with its ``media_type``, or a ``url``), PDF
+        documents (``DocumentPart``) and more text (``TextPart``), from
+        ``clawlog.actors.providers``. They are recorded on the turn's start and stay in
+        the conversation like the text.
+
         Raises:
             SystemClosed: the System is closed or closing.
             ArgumentTypeError: (a TypeError) an argument of the wrong type (names it).
             InvalidArgument: (a ValueError) an invalid agent key, session key, empty
-                ``text``, a name with control characters or too long, a timeout <= 0.
-            MessageTooLarge: (an InvalidArgument) ``text`` is over
+                ``text``, a name with control characters or too long, a timeout <= 0; a
+                part whose base64 data does not decode or is not its media type, whose URL
+                is no http(s) URL or holds a secret, or that the agent's model cannot take
+                (nothing is recorded then).
+            MessageTooLarge: (an InvalidArgument) ``text``, with ``parts``, is over
                 ``Limits.max_message_bytes``.
             UnknownAgent: (an ActorDead) no agent is registered under ``agent``.
             TurnFailedError: the turn ended without a reply (iteration limit, model error).
@@ -475,25 +486,12 @@ class System:
                 be read.
         """
         self._check_session(agent, session_key)
-        limits = self.limits
-        check_text(text, limits)
-        for name, value in (("channel", channel), ("chat_id", chat_id), ("user", user)):
-            check_name(value, name, limits)
-        check_name(sender, "sender", limits, required=True)
+        where = {"channel": channel, "chat_id": chat_id, "user": user, "sender": sender}
+        message = user_message(self.limits, session_key, text, parts, **where)
         timeout = check_timeout(timeout)
         if channel and chat_id:  # a handoff route beats normal routing (seed 001 §10)
             agent = await self.routed_agent(channel, chat_id) or agent
         supervisor = self._agent(agent)
-        message = SendMessage(
-            session_key=session_key,
-            text=text,
-            sender=sender,
-            channel=channel,
-            chat_id=chat_id,
-            user=user,
-            outbox_kind="reply",
-            trace_context=context_carrier(),  # the turn's span: a child of the caller's
-        )
         return await supervisor.ask(message, timeout or self.turn_timeout)  # type: ignore[no-any-return]
 
     def stream(
@@ -502,6 +500,7 @@ class System:
         session_key: str,
         text: str,
         *,
+        parts: Sequence[ContentPart] | None = None,
         channel: str = "",
         chat_id: str = "",
         user: str = "",
@@ -518,12 +517,13 @@ class System:
         The log records the same events as for ``send`` (the complete reply, once). The
         turn starts when the stream is entered or first iterated; closing the stream early
         only detaches the reader: the turn goes on and its reply goes to the outbox
-        (:mod:`clawlog.actors.agents.streaming`).
+        (:mod:`clawlog.actors.agents.streaming`). ``parts`` as for :meth:`send`.
 
         Raises:
             SystemClosed: the System is closed or closing.
             ArgumentTypeError, InvalidArgument, MessageTooLarge: an argument as
-                :meth:`send` refuses it (raised by this call; nothing was sent).
+                :meth:`send` refuses it (raised by this call; nothing was sent), or (while
+                iterating, nothing recorded) a part the agent's model cannot take.
             UnknownAgent: (an ActorDead; when the stream is entered or first iterated) no
                 agent is registered under ``agent``.
             TurnFailedError: (while iterating, after the text that came before it) the
@@ -535,23 +535,10 @@ class System:
             ActorUnavailable, ActorCrashed, EventStoreError: as :meth:`send`.
         """
         self._check_session(agent, session_key)
-        limits = self.limits
-        check_text(text, limits)
-        for name, value in (("channel", channel), ("chat_id", chat_id), ("user", user)):
-            check_name(value, name, limits)
-        check_name(sender, "sender", limits, required=True)
+        where = {"channel": channel, "chat_id": chat_id, "user": user, "sender": sender}
+        turn_id = uuid.uuid4().hex[:16]
+        message = user_message(self.limits, session_key, text, parts, turn_id=turn_id, **where)
         timeout = check_timeout(timeout) or self.turn_timeout
-        message = SendMessage(
-            session_key=session_key,
-            text=text,
-            sender=sender,
-            channel=channel,
-            chat_id=chat_id,
-            user=user,
-            outbox_kind="reply",
-            turn_id=uuid.uuid4().hex[:16],
-            trace_context=context_carrier(),
-        )
 
         async def start(sink: DeltaSink) -> None:
             target = agent

@@ -18,7 +18,10 @@ still leaves the prompt half) it plans, toward ``target``:
    then returns None, as when there is nothing to compact).
 
 The Session records the outcome as one ``session.compacted`` (pruning and summary
-together, after the summary is written) or, when the summarizer fails, the pruning and a
+together, after the summary is written; it names the log positions it replaces: the
+first and last of the summarized events', ``replaced_from_position`` and
+``replaced_to_position``, and each pruned result's, ``PrunedResult.position``, read
+from ``SessionState.positions``) or, when the summarizer fails, the pruning and a
 ``session.compaction_failed``: the turn then goes on with the pruned conversation (the
 request may still be too big for the provider, which then fails it as a model error), and
 no other summary is tried in that turn. ``System.compact`` runs the same plan on demand
@@ -41,6 +44,8 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import msgspec
+
 from clawlog.events import Event
 from clawlog.events.domain.session import ChatMessage, CompactionFailed, SessionCompacted
 from clawlog.events.logging import get_logger
@@ -53,7 +58,7 @@ from .config import AgentConfig
 from .context_size import DEFAULT_CHARS_PER_TOKEN, estimate_tokens, message_chars, messages_chars
 from .metering import MODEL_CATALOG
 from .pruning import apply_pruning, plan_pruning, summary_message
-from .session_state import SessionState
+from .session_state import SessionState, message_positions
 from .summarizer import ModelSummary, SummaryCut, SummaryOutcome
 
 __all__ = [
@@ -211,7 +216,8 @@ class ContextCompactor:
         if not manual and before <= self.compact_at:
             return None
         target = self.room() * settings.target
-        pruned = plan_pruning(state.messages, settings, int(chars - target * ratio))
+        positions = message_positions(state)
+        pruned = plan_pruning(state.messages, settings, int(chars - target * ratio), positions)
         messages = apply_pruning(state.messages, pruned)
         after = estimate_tokens(fixed_chars + messages_chars(messages), ratio)
         event = SessionCompacted(
@@ -231,7 +237,13 @@ class ContextCompactor:
                 return None
             _planned(event, summarizer=None)
             return Compaction(event)
-        job = self._summary_job(state, event, messages, cut, fixed_chars, ratio)
+        replaced = [position for position in positions[: cut.end] if position]
+        summarized = msgspec.structs.replace(
+            event,
+            replaced_from_position=min(replaced, default=0),
+            replaced_to_position=max(replaced, default=0),
+        )
+        job = self._summary_job(state, summarized, messages, cut, fixed_chars, ratio)
         _planned(event, summarizer=job.summarizer_name)
         return Compaction(event, job)
 

@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
 from clawlog.tools.approvals import ApprovalConfig
 from clawlog.tools.ratelimit import RateLimitConfig
 
+from ..errors import InvalidArgument
+from ..providers.base import TOOL_CHOICE_MODES
 from .budgets import Budgets
 from .compaction_config import CompactionConfig
 
-__all__ = ["AgentConfig", "QualityGate", "SubagentLimits", "validate_agent_key"]
+if TYPE_CHECKING:
+    from .gateway import ToolGateway
+
+__all__ = [
+    "AgentConfig",
+    "QualityGate",
+    "SubagentLimits",
+    "check_tool_choice_offered",
+    "validate_agent_key",
+]
 
 _KEY = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 
@@ -98,6 +110,16 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
     context_window: int | None = None
     #: When and how sessions compact their conversation (actors.agents.compaction).
     compaction: CompactionConfig = msgspec.field(default_factory=CompactionConfig)
+    #: Whether and which tool the model must call, on the requests of every turn: None,
+    #: the provider's default (it may call tools); "auto": it may; "none": it must not;
+    #: "required": it must call one; a tool's name: it must call that tool (one the agent
+    #: has when it is registered, checked then).
+    tool_choice: str | None = None
+    #: After the model called a tool in a turn, the turn's next requests go with the
+    #: provider's default: a model made to call a tool on every request could never give
+    #: its answer, and each turn would end at ``max_iterations`` (the OpenAI Agents SDK's
+    #: ``reset_tool_choice``). False: ``tool_choice`` goes with every request of the turn.
+    reset_tool_choice: bool = True
 
     def __post_init__(self) -> None:
         validate_agent_key(self.key)
@@ -121,6 +143,17 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
                 "AgentConfig.compaction must be a clawlog CompactionConfig, not "
                 f"{type(self.compaction).__name__}"
             )
+        if self.tool_choice is not None:
+            if not isinstance(self.tool_choice, str):
+                raise TypeError(
+                    "AgentConfig.tool_choice must be a str or None, not "
+                    f"{type(self.tool_choice).__name__}"
+                )
+            if not self.tool_choice.strip():
+                raise ValueError(
+                    f"AgentConfig.tool_choice must be None, one of {', '.join(TOOL_CHOICE_MODES)} "
+                    "or a tool's name, not an empty string"
+                )
         if self.max_iterations < 1:
             raise ValueError("max_iterations must be at least 1")
         if self.context_window is not None and self.context_window <= self.max_tokens:
@@ -130,3 +163,35 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
             )
         if self.idle_timeout_s <= 0:
             raise ValueError("idle_timeout_s must be positive")
+
+
+def check_tool_choice_offered(config: AgentConfig, gateway: ToolGateway) -> None:
+    """Refuse a ``config.tool_choice`` that asks for a tool the agent does not have, or
+    for a tool when it has none (``System.register_agent``: nothing is recorded then).
+
+    Its tools are those its gateway offers a session at the top level (to an owner, when
+    it has owners): a tool only subagents or other users lack still passes here, and a
+    request that does not offer it fails as the provider's bad request."""
+    choice = config.tool_choice
+    if choice is None or choice in ("auto", "none"):
+        return
+    from .gateway import CallerContext  # the gateway's module imports providers, not us
+
+    owner = config.owner_ids[0] if config.owner_ids else ""
+    context = CallerContext(agent=config.key, session_key="register", user=owner)
+    offered: Sequence[str] = [spec.name for spec in gateway.specs(context)]
+    if choice == "required":
+        if not offered:
+            raise InvalidArgument(
+                "config",
+                f"tool_choice='required' but agent {config.key!r} has no tools: give it "
+                "tools, or use 'auto' or 'none'",
+            )
+        return
+    if choice not in offered:
+        names = ", ".join(sorted(offered)) or "none"
+        raise InvalidArgument(
+            "config",
+            f"tool_choice={choice!r} is none of {', '.join(TOOL_CHOICE_MODES)} and no tool "
+            f"agent {config.key!r} has (its tools: {names})",
+        )

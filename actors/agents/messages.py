@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
+from clawlog.events.domain.session import ContentPart
 from clawlog.events.domain.tool import ApprovalDecision
 
 from ..messages import Message, Request
@@ -44,6 +45,9 @@ class SendMessage(Request[str], frozen=True, kw_only=True):
     #: ``System.stream``: where each model step's text goes as it arrives (from the hub,
     #: not through the session's thread); None: the reply only.
     deltas: DeltaSink | None = None
+    #: What comes with ``text`` (images, documents, more text), sent after it in order
+    #: and recorded on the turn's start (``TurnStarted.parts``).
+    parts: list[ContentPart] = msgspec.field(default_factory=list)
 
 
 class CancelTurn(Request[bool], frozen=True, kw_only=True):

@@ -97,10 +97,14 @@ def prunable(messages: Sequence[ChatMessage], keep_recent_assistant_messages: in
 
 
 def plan_pruning(
-    messages: Sequence[ChatMessage], config: CompactionConfig, excess_chars: int
+    messages: Sequence[ChatMessage],
+    config: CompactionConfig,
+    excess_chars: int,
+    positions: Sequence[int] = (),
 ) -> list[PrunedResult]:
     """The results to prune to save ``excess_chars`` characters: every long one trimmed,
-    then (while still short of the saving) cleared oldest first."""
+    then (while still short of the saving) cleared oldest first. ``positions`` are the
+    messages' log positions (``SessionState.positions``): each entry names its result's."""
     candidates = prunable(messages, config.keep_recent_assistant_messages)
     head, tail = config.trim_head_chars, config.trim_tail_chars
     decided: dict[int, PrunedResult] = {}
@@ -133,7 +137,12 @@ def plan_pruning(
         decided[index] = PrunedResult(call_id=message.tool_call_id, mode="cleared", chars=chars)
         saved += sizes[index] - cleared
         sizes[index] = cleared
-    return [decided[index] for index in sorted(decided)]
+    return [
+        msgspec.structs.replace(decided[index], position=positions[index])
+        if index < len(positions) and positions[index]
+        else decided[index]
+        for index in sorted(decided)
+    ]
 
 
 def apply_pruning(messages: list[ChatMessage], pruned: Sequence[PrunedResult]) -> list[ChatMessage]:

@@ -61,6 +61,7 @@ from ..errors import (
     ActorDead,
     ActorUnavailable,
     CompactionFailedError,
+    InvalidArgument,
     Rejected,
     TurnCancelledError,
     TurnFailedError,
@@ -95,6 +96,7 @@ from .session_state import CompactionInfo, SessionState, TurnState, apply_sessio
 from .staged_append import StagedAppend, scratch_state, staged_reader
 from .summary_budget import refused_for_budget, summary_over_budget
 from .summary_trace import SummaryTrace
+from .turn_parts import recorded_parts
 from .turn_trace import TurnTrace
 
 __all__ = ["SESSION_END_HOOKS", "Session"]
@@ -200,7 +202,9 @@ class Session(EventSourcedActor[SessionState]):
     def apply_at(self, state: SessionState, event: Event, position: int) -> SessionState:
         # The gateway ends a tool call's span with the position of the event ending it.
         read = self._gateway.read_event
-        return apply_session_event(state, event, lambda tool_event: read(tool_event, position))
+        return apply_session_event(
+            state, event, lambda tool_event: read(tool_event, position), position
+        )
 
     # -- messages -----------------------------------------------------------------------
     def handle(self, message: Message) -> Any:
@@ -267,6 +271,13 @@ class Session(EventSourcedActor[SessionState]):
         if self._summary is not None and self._summary.manual:
             return  # a compaction asked for is being written: the turn follows it
         message, reply = self._queue.popleft()
+        try:
+            parts = recorded_parts(message.parts, self.model, self._gateway.scrub)
+        except InvalidArgument as exc:  # nothing recorded: the sender hears why
+            if reply is not None:
+                reply.set_error(exc)
+            self._next_turn()
+            return
         turn_id = message.turn_id or uuid.uuid4().hex[:16]
         events: list[Event] = []
         if self.version == 0 or not self.state.agent:
@@ -291,6 +302,7 @@ class Session(EventSourcedActor[SessionState]):
                 user=message.user,
                 skip_quality_gates=message.skip_quality_gates,
                 outbox_kind=message.outbox_kind,
+                parts=parts,
             )
         )
         self._active = _Active(turn_id, reply)
@@ -348,12 +360,15 @@ class Session(EventSourcedActor[SessionState]):
         fixed = fixed_chars(system, tools)
         if self._compact_in_turn(fixed, turn.turn_id, iteration):
             return  # a summary is being written: the request follows it (_on_summary)
+        # After a tool call of the turn, by default the provider's: see AgentConfig.
+        reset = self.config.reset_tool_choice and iteration > 1
         request = ModelRequest(
             model=self.model.name,
             system=system,
             messages=list(self.state.messages),
             tools=tools,
             max_tokens=self.config.max_tokens,
+            tool_choice=None if reset else self.config.tool_choice,
         )
         chars = fixed + self._measure.chars(self.state)  # request.messages, measured
         exceeded = self._meter.check(
@@ -379,6 +394,7 @@ class Session(EventSourcedActor[SessionState]):
                     system_prompt_digest=hashlib.sha256(system.encode()).hexdigest()[:16],
                     prompt_chars=chars,
                     estimated_tokens=estimate_tokens(chars, self.state.chars_per_token),
+                    tool_choice=request.tool_choice,
                 )
             ],
             correlation_id=turn.turn_id,

@@ -10,12 +10,14 @@ from clawlog.events import Event
 from clawlog.events.domain.session import (
     ChatMessage,
     CompactionFailed,
+    ContentPart,
     ModelFailed,
     ModelReplied,
     ModelRequested,
     SessionCleared,
     SessionCompacted,
     SessionStarted,
+    TextPart,
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
@@ -26,7 +28,14 @@ from clawlog.events.domain.tool import ToolCallResumeDecided
 from .context_size import calibrated_ratio
 from .pruning import apply_pruning, summary_message
 
-__all__ = ["CompactionInfo", "SessionState", "TurnState", "apply_session_event"]
+__all__ = [
+    "CompactionInfo",
+    "SessionState",
+    "TurnState",
+    "apply_session_event",
+    "message_positions",
+    "user_message",
+]
 
 
 class TurnState(msgspec.Struct, kw_only=True):
@@ -79,6 +88,11 @@ class SessionState(msgspec.Struct, kw_only=True):
     parent: str | None = None
     depth: int = 0
     messages: list[ChatMessage] = msgspec.field(default_factory=list)
+    #: The log position of the event each of ``messages`` comes from (a summary's: the
+    #: first of the events it replaced), or 0 where it is not known (folded without
+    #: positions, or from a snapshot taken before they were kept): read it with
+    #: :func:`message_positions`, which lines it up with ``messages``.
+    positions: list[int] = msgspec.field(default_factory=list)
     turn: TurnState | None = None
     turns_completed: int = 0
     turns_failed: int = 0
@@ -115,9 +129,10 @@ ToolEventReader = Callable[[Event], "tuple[str, ChatMessage | None, str] | None"
 
 
 def apply_session_event(
-    state: SessionState, event: Event, read_tool_event: ToolEventReader
+    state: SessionState, event: Event, read_tool_event: ToolEventReader, position: int = 0
 ) -> SessionState:
-    """Fold one event. Mutates and returns ``state`` (it is private to one actor)."""
+    """Fold one event, recorded at log ``position`` (0: not known). Mutates and returns
+    ``state`` (it is private to one actor)."""
     match event:
         case SessionStarted():
             state.agent, state.session_key = event.agent, event.session_key
@@ -126,7 +141,7 @@ def apply_session_event(
         case TurnStarted():
             state.turn_starts[event.turn_id] = len(state.messages)
             prefix = "" if event.sender == "user" else f"[{event.sender}] "
-            state.messages.append(ChatMessage(role="user", content=prefix + event.text))
+            _add_message(state, user_message(prefix + event.text, event.parts), position)
             state.turn = TurnState(
                 turn_id=event.turn_id,
                 sender=event.sender,
@@ -142,9 +157,10 @@ def apply_session_event(
             state.turn.awaiting = "model"
             state.last_prompt_chars = event.prompt_chars
         case ModelReplied() if state.turn is not None:
-            state.messages.append(
-                ChatMessage(role="assistant", content=event.text, tool_calls=list(event.tool_calls))
+            replied = ChatMessage(
+                role="assistant", content=event.text, tool_calls=list(event.tool_calls)
             )
+            _add_message(state, replied, position)
             state.turn.pending_calls = {c.id: c.name for c in event.tool_calls}
             state.turn.awaiting = "tools" if event.tool_calls else "done"
             state.spent_tokens += event.usage.input_tokens + event.usage.output_tokens
@@ -153,7 +169,7 @@ def apply_session_event(
         case ModelFailed():
             pass
         case SessionCompacted() | CompactionFailed() | SessionCleared():
-            _apply_compaction_event(state, event)
+            _apply_compaction_event(state, event, position)
         case ToolCallResumeDecided(decision="rerun") if state.turn is not None:
             state.turn.reruns[event.call_id] = event.attempt
         case TurnCompleted():
@@ -165,8 +181,41 @@ def apply_session_event(
             state.turns_failed += 1
             state.last_ended_turn = event.turn_id
         case _:
-            _apply_tool_event(state, event, read_tool_event)
+            _apply_tool_event(state, event, read_tool_event, position)
     return state
+
+
+def user_message(text: str, parts: list[ContentPart]) -> ChatMessage:
+    """The conversation's message for a turn's ``text`` and the ``parts`` that came with
+    it: the text first, then the parts in their order (``content`` stays the text, what
+    readers and the summarizer see)."""
+    if not parts:
+        return ChatMessage(role="user", content=text)
+    if any(isinstance(part, TextPart) for part in parts):
+        # Parts holding text are sent as they are, without ``content``: put it first.
+        return ChatMessage(role="user", content=text, parts=[TextPart(text=text), *parts])
+    return ChatMessage(role="user", content=text, parts=list(parts))
+
+
+def message_positions(state: SessionState) -> list[int]:
+    """The log position of each of ``state.messages`` (0 where not known), lined up with
+    them: a state from an older snapshot knows none of its earlier messages'."""
+    _line_up(state)
+    return state.positions
+
+
+def _line_up(state: SessionState) -> None:
+    missing = len(state.messages) - len(state.positions)
+    if missing > 0:
+        state.positions[:0] = [0] * missing
+    elif missing < 0:
+        del state.positions[:-missing]
+
+
+def _add_message(state: SessionState, message: ChatMessage, position: int) -> None:
+    _line_up(state)
+    state.messages.append(message)
+    state.positions.append(position)
 
 
 def _calibrate(state: SessionState, event: ModelReplied) -> None:
@@ -179,11 +228,12 @@ def _calibrate(state: SessionState, event: ModelReplied) -> None:
 
 
 def _apply_compaction_event(
-    state: SessionState, event: SessionCompacted | CompactionFailed | SessionCleared
+    state: SessionState, event: SessionCompacted | CompactionFailed | SessionCleared, position: int
 ) -> None:
     match event:
         case SessionCleared():
             state.messages, state.turn_starts, state.summary_first = [], {}, False
+            state.positions = []
             state.conversation_edits += 1
             return
         case CompactionFailed():
@@ -199,18 +249,22 @@ def _apply_compaction_event(
     state.messages = apply_pruning(state.messages, event.pruned)
     state.conversation_edits += 1
     if event.summarized_turns:
-        _summarize(state, event.summary, event.kept_from_turn)
+        # The summary stands for what it replaced: it is placed at the first of it (0,
+        # not known, for compactions recorded before they named it).
+        _summarize(state, event.summary, event.kept_from_turn, event.replaced_from_position)
     state.spent_tokens += event.usage.input_tokens + event.usage.output_tokens
     state.spent_usd += event.cost_usd or 0.0
     state.compactions += 1
     state.last_compaction = _info(event)
 
 
-def _summarize(state: SessionState, summary: str, kept_from_turn: str) -> None:
-    """The messages before ``kept_from_turn`` ("": all) become one summary message."""
+def _summarize(state: SessionState, summary: str, kept_from_turn: str, position: int) -> None:
+    """The messages before ``kept_from_turn`` ("": all) become one summary message, at
+    log ``position``."""
     if kept_from_turn and kept_from_turn not in state.turn_starts:
         return  # the turn's start is not in this conversation (cleared since)
     cut = state.turn_starts[kept_from_turn] if kept_from_turn else len(state.messages)
+    state.positions = [position, *message_positions(state)[cut:]]
     state.messages = [summary_message(summary), *state.messages[cut:]]
     state.summary_first = True
     state.turn_starts = {
@@ -239,7 +293,9 @@ def _info(event: SessionCompacted | CompactionFailed) -> CompactionInfo:
     )
 
 
-def _apply_tool_event(state: SessionState, event: Event, read: ToolEventReader) -> None:
+def _apply_tool_event(
+    state: SessionState, event: Event, read: ToolEventReader, position: int
+) -> None:
     found = read(event)
     if found is None or state.turn is None:
         return
@@ -251,7 +307,7 @@ def _apply_tool_event(state: SessionState, event: Event, read: ToolEventReader) 
         turn.awaiting_approval.remove(call_id)
     if message is not None and call_id in turn.pending_calls:
         del turn.pending_calls[call_id]
-        state.messages.append(message)
+        _add_message(state, message, position)
 
 
 def _outbox_kind(event: TurnStarted) -> str:

@@ -134,6 +134,7 @@ def scratch_state(state: SessionState) -> SessionState:
     return msgspec.structs.replace(
         state,
         messages=list(state.messages),
+        positions=list(state.positions),
         turn_starts=dict(state.turn_starts),
         turn=turn,
     )

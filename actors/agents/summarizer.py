@@ -1,11 +1,12 @@
 """Writing a compaction's summary with a model (the agent's summarizer, or its own model).
 
 The part of the conversation being replaced is sent as one transcript in one user
-message (tool calls and results as lines, each entry clipped to
-:data:`ENTRY_CHARS`), under instructions to keep what the agent needs to go on: goals,
-decisions, facts, open tasks. An earlier summary is part of the transcript, so summaries
-roll up (it is the conversation's first message when ``SessionState.summary_first`` says
-so: never taken from a message's text, which a user could have typed). A transcript too
+message (tool calls and results as lines, each entry clipped to :data:`ENTRY_CHARS`; an
+image or a document a message carried, as a line naming it), under instructions to keep
+what the agent needs to go on: goals, decisions, facts, open tasks. An earlier summary
+is part of the transcript, so summaries roll up (it is the conversation's first message
+when ``SessionState.summary_first`` says so: never taken from a message's text, which a
+user could have typed). A transcript too
 big for the summarizer's own window keeps its first entry (an earlier summary, or the
 first request) and as many of the latest entries as fit.
 
@@ -24,6 +25,8 @@ import msgspec
 from clawlog.events.domain.session import (
     ChatMessage,
     CompactionFailed,
+    DocumentPart,
+    ImagePart,
     SessionCompacted,
     Usage,
 )
@@ -226,11 +229,23 @@ def _entries(message: ChatMessage, *, summary: bool) -> list[str]:
         return [f"{what} {message.name or 'a tool'}: {_clip(message.content)}"]
     speaker = "User" if message.role == "user" else "Assistant"
     entries = [f"{speaker}: {_clip(message.content)}"] if message.content else []
+    entries += [  # what the summarizer cannot see is named, not dropped unsaid
+        f"{speaker} attached {_attachment(part)}"
+        for part in message.parts
+        if isinstance(part, ImagePart | DocumentPart)
+    ]
     entries += [
         f"Assistant called {call.name}({_clip(call.arguments, 1000)})"
         for call in message.tool_calls
     ]
     return entries
+
+
+def _attachment(part: ImagePart | DocumentPart) -> str:
+    """``an image (image/png)``, ``a document (report.pdf)``, ``an image (https://...)``."""
+    what = "an image" if isinstance(part, ImagePart) else "a document"
+    name = part.filename if isinstance(part, DocumentPart) else ""
+    return f"{what} ({_clip(name or part.url or part.media_type, 200)})"
 
 
 def _clip(text: str, limit: int = ENTRY_CHARS) -> str:

@@ -16,7 +16,7 @@ import httpx
 
 from .anthropic_stream import AnthropicStreamAssembler
 from .anthropic_wire import ANTHROPIC_VERSION, parse_reply, request_body
-from .base import ModelReply, ModelRequest
+from .base import ContentPart, ModelReply, ModelRequest
 from .http import HttpProvider, StreamAssembler
 from .retry import RetryPolicy
 
@@ -55,6 +55,10 @@ class AnthropicModel(HttpProvider):
             transport=transport,
         )
         self.prompt_caching = prompt_caching
+
+    def check_part(self, part: ContentPart) -> None:
+        """Every part kind goes: images and PDF documents, base64 or by URL (see
+        :mod:`.base`)."""
 
     def _headers(self) -> dict[str, str]:
         headers = {"anthropic-version": ANTHROPIC_VERSION}

@@ -5,6 +5,12 @@ A model that can also stream implements :class:`StreamingModel`: ``stream(reques
 (tool calls assembled from their pieces, usage from the end of the stream), the same reply
 ``complete`` would have given. A stream cut off before its end raises
 :class:`clawlog.actors.errors.ModelStreamCut`, never a half reply.
+
+A model that takes more than text in a user message (images, documents: the
+:data:`ContentPart` kinds) says so with a ``check_part(part)`` method that raises
+:class:`~clawlog.actors.errors.ModelBadRequest` for a part it cannot send: the Session
+asks it before a turn with parts starts (:func:`refused_part`), so a part no provider
+would take is refused to the sender, never recorded, dropped or failed mid-turn.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ __all__ = [
     "Usage",
     "check_tool_choice",
     "message_parts",
+    "part_kind",
+    "refused_part",
 ]
 
 #: The ``tool_choice`` values that are no tool's name.
@@ -138,3 +146,35 @@ def message_parts(message: ChatMessage) -> list[ContentPart]:
     if any(isinstance(part, TextPart) for part in message.parts) or not message.content:
         return list(message.parts)
     return [TextPart(text=message.content), *message.parts]
+
+
+def refused_part(model: object, part: ContentPart) -> str | None:
+    """Why ``model`` cannot take ``part`` in a user message; None when it can.
+
+    Text always goes. Other parts go to a model whose ``check_part(part)`` accepts them
+    (it raises ``ModelBadRequest`` otherwise); a model without that method takes text
+    only: it would drop an image silently."""
+    if isinstance(part, TextPart):
+        return None
+    check = getattr(model, "check_part", None)
+    name = f"{type(model).__name__} {getattr(model, 'name', '')!r}"
+    if not callable(check):
+        return (
+            f"the model {name} takes text only (it has no check_part method saying which "
+            f"content parts it takes), so it cannot be sent {part_kind(part)}"
+        )
+    try:
+        check(part)
+    except ModelBadRequest as exc:
+        return f"the model {name} cannot take {part_kind(part)} as given: {exc}"
+    return None
+
+
+def part_kind(part: object) -> str:
+    """``an image``, ``a document``, ``a text part``: a part as a message names it."""
+    kinds: dict[type, str] = {
+        TextPart: "a text part",
+        ImagePart: "an image",
+        DocumentPart: "a document",
+    }
+    return kinds.get(type(part), f"a {type(part).__name__}")

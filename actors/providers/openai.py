@@ -12,10 +12,10 @@ from typing import Any
 
 import httpx
 
-from .base import ModelReply, ModelRequest
+from .base import ContentPart, ModelReply, ModelRequest
 from .http import HttpProvider, StreamAssembler
 from .openai_stream import OpenAIStreamAssembler
-from .openai_wire import parse_reply, request_body
+from .openai_wire import check_part, parse_reply, request_body
 from .retry import RetryPolicy
 
 __all__ = ["OpenAIChatModel"]
@@ -58,6 +58,11 @@ class OpenAIChatModel(HttpProvider):
             transport=transport,
         )
         self.max_completion_tokens = max_completion_tokens
+
+    def check_part(self, part: ContentPart) -> None:
+        """Images (base64 or URL) and PDF documents (base64 only) go in a user message;
+        a document by URL raises ``ModelBadRequest`` (see :mod:`.base`)."""
+        check_part(part)
 
     def _headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self._api_key}"} if self._api_key else {}

@@ -27,7 +27,14 @@ from .base import (
     message_parts,
 )
 
-__all__ = ["parse_reply", "parse_usage", "request_body", "tool_call", "uses_max_completion_tokens"]
+__all__ = [
+    "check_part",
+    "parse_reply",
+    "parse_usage",
+    "request_body",
+    "tool_call",
+    "uses_max_completion_tokens",
+]
 
 #: Model names (after any "vendor/" prefix) that take ``max_completion_tokens``.
 _COMPLETION_TOKENS_MODELS = re.compile(r"^(o\d+|gpt-5)(\b|[-._])", re.IGNORECASE)
@@ -109,6 +116,12 @@ def _text_only(message: ChatMessage, what: str) -> str:
             "in a user message"
         )
     return "".join(part.text for part in message_parts(message) if isinstance(part, TextPart))
+
+
+def check_part(part: ContentPart) -> None:
+    """Raise ``ModelBadRequest`` for a part a user message cannot carry in this API (a
+    document by URL)."""
+    _part(part)
 
 
 def _part(part: ContentPart) -> dict[str, Any]:

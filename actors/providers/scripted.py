@@ -22,7 +22,15 @@ from typing import Any
 import msgspec
 
 from ..errors import ModelError, ModelStreamCut, ScriptExhausted
-from .base import ModelReply, ModelRequest, TextDelta, ToolCall, Usage, check_tool_choice
+from .base import (
+    ContentPart,
+    ModelReply,
+    ModelRequest,
+    TextDelta,
+    ToolCall,
+    Usage,
+    check_tool_choice,
+)
 
 __all__ = ["ScriptStep", "ScriptedModel", "call", "calls", "reply", "stream_cut"]
 
@@ -98,6 +106,9 @@ class ScriptedModel:
     @property
     def provider(self) -> str:
         return "scripted"
+
+    def check_part(self, part: ContentPart) -> None:
+        """A script takes every part kind (its replies do not look at them)."""
 
     @property
     def remaining(self) -> int:

@@ -264,6 +264,7 @@ async def _replay(
             user=started.user,
             turn_id=started.turn_id,
             skip_quality_gates=started.skip_quality_gates,
+            parts=list(started.parts),
         )
         # The turn's events follow what the stream holds now: only they are read back
         # (reading the whole stream after each turn made a re-run quadratic).

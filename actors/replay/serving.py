@@ -24,7 +24,7 @@ from clawlog.events.domain.tool import ApprovalOutcome, ToolCallFailed
 from .. import errors as model_errors
 from ..agents.gateway import CallerContext, CallResult, CallStep, ToolGateway
 from ..errors import ReplyNotRecorded
-from ..providers.base import ModelReply, ModelRequest, ToolSpec
+from ..providers.base import ContentPart, ModelReply, ModelRequest, ToolSpec
 from .recording import RecordedCall, RecordedIteration, RecordedTurn
 
 __all__ = [
@@ -93,6 +93,9 @@ class ReplayModel:
     @property
     def provider(self) -> str:
         return self._provider
+
+    def check_part(self, part: ContentPart) -> None:
+        """A recorded turn's parts were taken when it was recorded: every kind goes."""
 
     def start_turn(self, turn_id: str) -> None:
         with self._lock:

@@ -177,6 +177,10 @@ class TurnStarted(Event, frozen=True, tag="session.turn_started"):
     #: only to whoever asked (a delegating agent, a parent); None for turns recorded before
     #: the outbox existed (a user's turn is then taken as "reply").
     outbox_kind: str | None = None
+    #: What came with ``text`` (``System.send(..., parts=[...])``): images, documents and
+    #: more text, sent to the model after ``text`` in this order. Their text is scrubbed
+    #: like ``text``; images and documents are data, recorded as given.
+    parts: list[ContentPart] = msgspec.field(default_factory=list)
 
 
 class ModelRequested(Event, frozen=True, tag="session.model_requested"):
@@ -194,6 +198,9 @@ class ModelRequested(Event, frozen=True, tag="session.model_requested"):
     #: with the session's calibrated ratio; 0 when recorded before they were measured.
     prompt_chars: int = 0
     estimated_tokens: int = 0
+    #: The request's ``tool_choice`` (``AgentConfig.tool_choice``); None: the provider's
+    #: default (also for requests recorded before it was sent).
+    tool_choice: str | None = None
 
 
 class ModelReplied(Event, frozen=True, tag="session.model_replied"):
@@ -282,6 +289,9 @@ class PrunedResult(msgspec.Struct, frozen=True, kw_only=True):
     chars: int = 0
     head_chars: int = 0
     tail_chars: int = 0
+    #: The log position of the tool event whose result this is (0: not known: recorded
+    #: before positions were, or in the same append as the compaction).
+    position: int = 0
 
 
 class SessionCompacted(Event, frozen=True, tag="session.compacted"):
@@ -306,6 +316,14 @@ class SessionCompacted(Event, frozen=True, tag="session.compacted"):
     kept_from_turn: str = ""
     #: Messages the summary replaced (for the record).
     replaced_messages: int = 0
+    #: The log positions of the first and the last of the session's events whose messages
+    #: the summary replaced: the session's events from one to the other (both included)
+    #: are what it summarizes. An earlier summary it replaced stands for the events that
+    #: one replaced (a summary of a summary covers both). 0 when nothing was summarized
+    #: (and in compactions recorded before these were). The pruned results' positions
+    #: are in ``pruned``.
+    replaced_from_position: int = 0
+    replaced_to_position: int = 0
     #: The window it was measured against, and the estimated prompt before and after.
     context_window: int = 0
     tokens_before: int = 0

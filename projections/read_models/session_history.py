@@ -3,9 +3,10 @@ reply, per session (what ``clawlog history`` shows).
 
 What was done to the conversation the model is sent shows too: a compaction
 (``compacted``: how many turns were summarized and by which model, how many tool results
-pruned, the estimated prompt before and after), a summary that could not be written
-(``compaction_failed``) and a clear (``cleared``). The log keeps every message either way:
-these lines say where the model stopped seeing them whole.
+pruned, the log positions of what it replaced, the estimated prompt before and after), a
+summary that could not be written (``compaction_failed``) and a clear (``cleared``). The
+log keeps every message either way: these lines say where the model stopped seeing them
+whole.
 
 So does what a restart did with a tool call it found in flight (``resume_decided``): run
 again with the same idempotency key, or interrupted (the model is told).
@@ -20,6 +21,7 @@ from typing import Any, ClassVar, Literal
 import msgspec
 
 from clawlog.events import RecordedEvent
+from clawlog.events.domain.session import ImagePart, TextPart
 
 from .._sql import insert_rows
 from ..readers import Reader, check_page, log_order, where
@@ -52,7 +54,9 @@ class SessionHistory:
     #: 2: tool requests (``tool_calls``) and approvals are lines of their own.
     #: 3: compactions and clears (``compacted``, ``compaction_failed``, ``cleared``).
     #: 4: what a restart did with each call in flight (``resume_decided``).
-    version: ClassVar[int] = 4
+    #: 5: a user line names the parts its message brought; a compaction line, the log
+    #: positions it replaced.
+    version: ClassVar[int] = 5
     table_names = ("session_history",)
     tables = (
         """CREATE TABLE IF NOT EXISTS session_history (
@@ -98,7 +102,7 @@ class SessionHistory:
 _SESSION_STREAMS = ("session/", "subagent/")
 #: (kind, who, text) of a history line, per event tag.
 _LINES: dict[str, Callable[[Any, str], tuple[HistoryKind, str, str]]] = {
-    "session.turn_started": lambda e, stream: ("user", e.sender, e.text),
+    "session.turn_started": lambda e, stream: ("user", e.sender, user_text(e)),
     "session.turn_completed": lambda e, stream: ("reply", stream.split("/")[1], e.reply),
     "session.turn_failed": lambda e, stream: ("failed", "clawlog", f"{e.reason}: {e.message}"),
     "session.turn_cancelled": lambda e, stream: ("cancelled", e.by, ""),
@@ -130,24 +134,55 @@ _LINES: dict[str, Callable[[Any, str], tuple[HistoryKind, str, str]]] = {
 _TRIGGERS = {"threshold": "the context was near its window", "manual": "asked for"}
 
 
+#: Positions of pruned results a history line lists before it says how many more.
+_PRUNED_SHOWN = 8
+
+
+def user_text(event: Any) -> str:
+    """The user's message: its text, then each part it brought (``[image: image/png]``,
+    ``[document: report.pdf]``, a text part's text)."""
+    shown = [event.text]
+    for part in event.parts:
+        if isinstance(part, TextPart):
+            shown.append(part.text)
+        else:
+            kind = "image" if isinstance(part, ImagePart) else "document"
+            name = getattr(part, "filename", "") or part.url or part.media_type
+            shown.append(f"[{kind}: {name[:200]}]")
+    return " ".join(shown)
+
+
 def compacted_text(event: Any) -> str:
-    """``context compacted: 3 turns summarized by m (900 tokens, $0.0010), 2 tool results
-    pruned; ~9,000 -> ~4,000 tokens of 16,000 (the context was near its window)``."""
+    """``context compacted: 3 turns summarized by m (900 tokens, $0.0010; positions
+    12-340), 2 tool results pruned (positions 40, 52); ~9,000 -> ~4,000 tokens of 16,000
+    (the context was near its window)``."""
     done: list[str] = []
     if event.summarized_turns:
         turns = len(event.summarized_turns)
         by = f" by {event.model}" if event.model else ""
         cost = f", ${event.cost_usd:.4f}" if event.cost_usd is not None else ""
         used = event.usage.input_tokens + event.usage.output_tokens
-        done.append(f"{_count(turns, 'turn')} summarized{by} ({used:,} tokens{cost})")
+        first, last = event.replaced_from_position, event.replaced_to_position
+        where = f"; positions {first}-{last}" if first else ""
+        done.append(f"{_count(turns, 'turn')} summarized{by} ({used:,} tokens{cost}{where})")
     if event.pruned:
-        done.append(f"{_count(len(event.pruned), 'tool result')} pruned")
+        done.append(f"{_count(len(event.pruned), 'tool result')} pruned{_pruned_at(event)}")
     window = f" of {event.context_window:,}" if event.context_window else ""
     why = _TRIGGERS.get(event.trigger, event.trigger)
     return (
         f"context compacted: {', '.join(done) or 'nothing changed'}; "
         f"~{event.tokens_before:,} -> ~{event.tokens_after:,} tokens{window} ({why})"
     )
+
+
+def _pruned_at(event: Any) -> str:
+    """`` (positions 40, 52)``: where the pruned results are in the log (those known)."""
+    known = [str(entry.position) for entry in event.pruned if entry.position]
+    if not known:
+        return ""
+    more = len(known) - _PRUNED_SHOWN
+    shown = ", ".join(known[:_PRUNED_SHOWN]) + (f" and {more} more" if more > 0 else "")
+    return f" (position{'s' if len(known) > 1 else ''} {shown})"
 
 
 def compaction_failed_text(event: Any) -> str:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
 from clawlog.events import ANY, open_store
 from clawlog.events.domain.session import ModelReplied, SessionStarted, Usage
+from clawlog.projections import ModelUsageReader, ProjectionRunner, ReadModels
+from clawlog.projections.read_models.usage import ModelUsage
 
 from .support import clawlog, run_in_a_terminal
 
@@ -113,3 +115,74 @@ def test_an_unknown_grouping_is_refused_naming_the_choices(log: str) -> None:
     done = clawlog("usage", "--db", log, "--by", "user")
     assert done.returncode == 2
     assert "agent" in done.stderr and "model" in done.stderr and "day" in done.stderr
+
+
+class Recorded(NamedTuple):
+    """A model reply as the log holds it."""
+
+    position: int
+    recorded_at: float
+    agent: str
+    input_tokens: int
+
+
+async def recorded_replies(log: str) -> list[Recorded]:
+    """Each model reply of the log, in log order."""
+    async with await open_store(log) as store:
+        events = await store.read_all(1, limit=1000)
+    return [
+        Recorded(e.position, e.recorded_at, e.stream.split("/")[1], e.event.usage.input_tokens)
+        for e in events
+        if isinstance(e.event, ModelReplied)
+    ]
+
+
+def summed(replies: list[Recorded]) -> dict[str, int]:
+    """The input tokens of ``replies`` per agent."""
+    totals: dict[str, int] = {}
+    for reply in replies:
+        totals[reply.agent] = totals.get(reply.agent, 0) + reply.input_tokens
+    return totals
+
+
+async def test_since_a_position_in_the_middle_counts_exactly_the_later_replies(log: str) -> None:
+    replies = await recorded_replies(log)
+    assert len(replies) == len(REPLIES)
+    middle = replies[2].position  # the third reply: alpha's s2, then beta's
+    later = {r["agent"]: r["input_tokens"] for r in rows(log, "--since", str(middle))}
+    assert later == summed(replies[2:]) == {"alpha": 300, "beta": 10}
+    # One position further leaves that reply out.
+    assert {r["agent"]: r["calls"] for r in rows(log, "--since", str(middle + 1))} == {"beta": 1}
+    assert rows(log, "--since", str(replies[-1].position + 1)) == []
+
+
+async def test_since_a_time_in_the_middle_counts_exactly_the_later_replies(log: str) -> None:
+    replies = await recorded_replies(log)
+    # Each reply was its own append, one after the other: their times are increasing.
+    times = [reply.recorded_at for reply in replies]
+    assert times == sorted(times) and len(set(times)) == len(times)
+    middle = times[1]
+    later = rows(log, "--since", f"@{middle!r}", "--by", "session")
+    assert [(r["session"], r["calls"]) for r in later] == [
+        ("session/alpha/s1", 1),
+        ("session/alpha/s2", 1),
+        ("session/beta/s1", 1),
+    ]
+
+
+async def test_the_reader_filters_by_time_and_position_alike(log: str, tmp_path: Path) -> None:
+    replies = await recorded_replies(log)
+    async with (
+        await open_store(log) as store,
+        ProjectionRunner(store, tmp_path / "views.db", [ModelUsage()]) as runner,
+    ):
+        await runner.catch_up()
+    async with ReadModels(tmp_path / "views.db") as models:
+        reader = ModelUsageReader(models)
+        for index, reply in enumerate(replies):
+            expected = summed(replies[index:])
+            by_time = await reader.totals(since=reply.recorded_at, limit=-1)
+            by_position = await reader.totals(from_position=reply.position, limit=-1)
+            assert {t.key: t.input_tokens for t in by_time} == expected
+            assert {t.key: t.input_tokens for t in by_position} == expected
+        assert await reader.totals(since=replies[-1].recorded_at + 1, limit=-1) == []

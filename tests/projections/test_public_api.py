@@ -41,7 +41,7 @@ def test_projections_import_events_only_never_actors_or_tools() -> None:
 #: version that decides a rebuild, and its tables. Renaming a class or a module must leave
 #: these alone, or a views file built before would be rebuilt or left unread.
 PERSISTED = {
-    "SessionHistory": ("session_history", 4, ("session_history",)),
+    "SessionHistory": ("session_history", 5, ("session_history",)),
     "ToolAudit": ("tool_audit", 4, ("tool_audit", "tool_audit_reasons")),
     "StreamCatalog": ("stream_catalog", 1, ("stream_catalog",)),
     "ActorLifecycle": ("actor_lifecycle", 1, ("actor_lifecycle", "actor_incidents")),
