@@ -58,6 +58,7 @@ __all__ = [
     "apply_subagent_event",
     "lost_announcements",
     "new_turn_id",
+    "outcome_recorded",
 ]
 
 
@@ -80,6 +81,9 @@ class SubagentInfo(msgspec.Struct, kw_only=True):
     call_id: str = ""
     #: The parent's turn that delivers the result (named by ``subagent.announced``).
     announce_turn: str = ""
+    #: The log position of ``subagent.finished`` (0 while running): what the turn that
+    #: announces the result is caused by.
+    outcome_position: int = 0
 
 
 class SubagentBook(msgspec.Struct, kw_only=True):
@@ -117,6 +121,13 @@ def apply_subagent_event(book: SubagentBook, event: Event) -> None:
             book.tasks[event.task_id].archived = True
         case SubagentRefused() | SubagentSteered():
             pass
+
+
+def outcome_recorded(book: SubagentBook, event: Event, position: int) -> None:
+    """Note where a task's ``subagent.finished`` is in the log (the supervisor's fold
+    with positions): its announcement turn is caused by it."""
+    if isinstance(event, SubagentFinished) and event.task_id in book.tasks:
+        book.tasks[event.task_id].outcome_position = position
 
 
 class SpawnSubagent(Request[SubagentInfo], frozen=True, kw_only=True):
@@ -229,8 +240,14 @@ def announcement(tasks: list[SubagentInfo], turn_id: str, nested: bool) -> SendM
         sender="subagent",
         outbox_kind="" if nested else "subagent",
         turn_id=turn_id,
-        correlation_id=tasks[0].task_id,  # the announcement turn's causation
+        correlation_id=_cause(tasks[0]),  # the announcement turn's causation
     )
+
+
+def _cause(task: SubagentInfo) -> str:
+    """What an announcement turn is caused by: the first result's ``subagent.finished``
+    (its position), or the task id for a result folded without one (a state from before)."""
+    return str(task.outcome_position) if task.outcome_position else task.task_id
 
 
 def new_turn_id() -> str:

@@ -91,6 +91,7 @@ from .subagents import (
     new_task_id,
     new_turn_id,
     now,
+    outcome_recorded,
 )
 from .trace_causes import continue_later, pass_on
 from .turn_trace import span_carrier
@@ -163,6 +164,11 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
 
     def apply(self, state: AgentState, event: Event) -> AgentState:
         return apply_agent_event(state, event)
+
+    def apply_at(self, state: AgentState, event: Event, position: int) -> AgentState:
+        state = self.apply(state, event)
+        outcome_recorded(state.tasks, event, position)  # the announcement's causation
+        return state
 
     def on_recovered(self, restarted: bool) -> None:
         self._record_config()

@@ -143,6 +143,14 @@ class DelegationLink(EventSourcedActor[LinkState]):
     def apply(self, state: LinkState, event: Event) -> LinkState:
         return apply_link_event(state, event)
 
+    def apply_at(self, state: LinkState, event: Event, position: int) -> LinkState:
+        state = self.apply(state, event)
+        if isinstance(event, DelegationCompleted | DelegationFailed | DelegationCancelled):
+            info = state.delegations.get(event.delegation_id)
+            if info is not None:  # the announcement's causation (_announce)
+                info.outcome_position = position
+        return state
+
     def on_recovered(self, restarted: bool) -> None:
         current = self._configured
         state = self.state
@@ -468,12 +476,15 @@ class DelegationLink(EventSourcedActor[LinkState]):
         )
         turn_id = uuid.uuid4().hex[:16]
         pass_on([info.delegation_id], turn_id)  # its span links to the delegation's
+        # The announcement turn is caused by the outcome event (its position); by the
+        # delegation id only for an outcome folded without one (a state from before).
+        cause = str(info.outcome_position) if info.outcome_position else info.delegation_id
         message = SendMessage(
             session_key=source_key,
             text=text,
             sender=f"delegate:{info.delegation_id}",
             outbox_kind="delegation",
-            correlation_id=info.delegation_id,  # the announcement turn's causation
+            correlation_id=cause,  # the announcement turn's causation
             turn_id=turn_id,
         )
         source.ref.tell(

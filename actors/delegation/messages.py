@@ -44,6 +44,9 @@ class DelegationInfo(msgspec.Struct, kw_only=True):
     announced: bool = False
     #: The tool call in the source session that asked ("" when none did).
     call_id: str = ""
+    #: The log position of the recorded outcome (0 while running): what the turn that
+    #: announces it in the source session is caused by.
+    outcome_position: int = 0
 
 
 class LinkState(msgspec.Struct, kw_only=True):

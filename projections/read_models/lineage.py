@@ -8,9 +8,11 @@ caller's session; the target works in turns of its own session; the outcome is r
 (``delegation.completed|failed|cancelled``, ``subagent.finished``); and it comes back to
 the caller: an async outcome as a new turn in the caller's session (sender
 ``delegate:{id}``, or the turn ``subagent.announced`` names), a sync one as the end of the
-tool call that asked. The envelopes' causation ids tie the links together (the request's
+tool call that asked. The envelopes' causation ids tie the links together: the request's
 is the asking call, the target turn's the delegation or task id, the outcome's the target
-turn, the announcement turn's the delegation or task id).
+turn, the announcement turn's the outcome event (its log position, as a string; the
+delegation or task id in logs written before). Deliveries are found by sender and turn
+id, so both kinds of log read alike.
 
 This is a reader over the log, not a read model: it reads the requests and outcomes
 (``delegation.*``, ``subagent.*``, ``handoff.routed``), then the turn starts and tool
@@ -137,8 +139,9 @@ class Lineage(msgspec.Struct, frozen=True, kw_only=True):
     delivered: bool | None
     #: The asking turn's cause (its causation id): the delegation or subagent task it
     #: worked on (a nested request: ``clawlog lineage`` of it shows the parent) or whose
-    #: result it received, the handoff call that brought the chat; "" when the log names
-    #: no cause (a person's message).
+    #: result it received (the turn is caused by the outcome's position: named here by
+    #: its delegation or task id), the handoff call that brought the chat; "" when the
+    #: log names no cause (a person's message).
     caused_by: str = ""
     #: Why the turn that received an async outcome failed ("reason: message"; "" when it
     #: did not): the outcome is in the caller's session, but its model did not answer it.
@@ -197,6 +200,7 @@ async def read_lineage(store: EventStore, id: str) -> list[Lineage]:
         return []
     chains = await _requests(store, lambda c: id in (c.id, c.call_id, c.turn_id))
     await _follow(store, chains)
+    await _name_outcome_causes(store, chains)
     return [c.done() for c in chains]
 
 
@@ -407,6 +411,26 @@ def _turn_started(point: LineagePoint, event: TurnStarted, index: _Index, cause:
         if not chain.worked and position > chain.request.position:
             chain.worked.append(point)
             chain.delivery = point
+
+
+async def _name_outcome_causes(store: EventStore, chains: list[_Chain]) -> None:
+    """An asking turn that received an outcome is caused by the outcome event's position:
+    name it by the delegation or task that ended there (what ``read_lineage`` takes)."""
+    named: dict[str, str] = {}
+    for chain in chains:
+        cause = chain.caused_by
+        if not cause.isdigit():
+            continue
+        if cause not in named:
+            named[cause] = cause
+            page = await store.read_all(int(cause), 1)
+            if page and page[0].position == int(cause) and _is_outcome(page[0].event):
+                named[cause] = next(iter(_keys(page[0].event)), cause)
+        chain.caused_by = named[cause]
+
+
+def _is_outcome(event: Any) -> bool:
+    return isinstance(event, SubagentFinished) or delegation_end(event) is not None
 
 
 def _returns(chain: _Chain, position: int, event: Any) -> bool:

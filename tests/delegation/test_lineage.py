@@ -52,7 +52,7 @@ async def test_a_delegation_and_a_subagent_show_their_whole_chain(tmp_path: Path
         spawned = await system.store.read_all(1, 100, types=["subagent.spawned"])
         task_id = spawned[0].event.task_id  # type: ignore[union-attr]
         announcement = await delivered(system, f"delegate:{dg}")
-        await delivered(system, "subagent")
+        sub_announcement = await delivered(system, "subagent")
         user_turn = (await turn_starts(system.store, BOSS))[0]
 
         (chain,) = await read_lineage(system.store, dg)
@@ -86,10 +86,13 @@ async def test_a_delegation_and_a_subagent_show_their_whole_chain(tmp_path: Path
         outcome = next(e for e in link if e.type == "delegation.completed")
         announced = next(e for e in link if e.type == "delegation.announced")
         target_turn = (await turn_starts(system.store, worked.stream))[0]
+        # request <- asking call; target's turn <- delegation; outcome <- target's turn;
+        # announcement turn <- the outcome event (its position).
         assert (request.correlation_id, request.causation_id) == (chain.turn_id, DELEGATE_CALL)
         assert target_turn.causation_id == dg
         assert outcome.causation_id == target_turn.event.turn_id  # type: ignore[union-attr]
-        assert announcement.causation_id == dg
+        assert announcement.causation_id == str(outcome.position)
+        assert outcome.position == chain.outcome.position
         assert announced.event.turn_id == announcement.event.turn_id  # type: ignore[union-attr]
 
         (sub,) = await read_lineage(system.store, task_id)
@@ -103,6 +106,16 @@ async def test_a_delegation_and_a_subagent_show_their_whole_chain(tmp_path: Path
         assert sub.outcome is not None and sub.outcome.result == "42 files"
         assert sub.delivered is True and sub.delivery is not None
         assert sub.delivery.stream == BOSS and sub.delivery.position > sub.outcome.position
+        # The same chain in the subagent's envelopes.
+        agent = await system.store.read_stream("agent/boss")
+        spawn = next(e for e in agent if e.type == "subagent.spawned")
+        finished = next(e for e in agent if e.type == "subagent.finished")
+        run_turn = (await turn_starts(system.store, f"subagent/{task_id}"))[0]
+        assert (spawn.correlation_id, spawn.causation_id) == (chain.turn_id, SPAWN_CALL)
+        assert run_turn.causation_id == task_id
+        assert finished.position == sub.outcome.position
+        assert sub_announcement.causation_id == str(finished.position)
+        assert sub.delivery.position == sub_announcement.position
 
         # A call id names its request; the caller's turn id names every request it made.
         assert [c.id for c in await read_lineage(system.store, SPAWN_CALL)] == [task_id]
@@ -184,8 +197,16 @@ async def test_results_lost_by_a_kill_are_listed_and_delivered_once_after_restar
         await start(system, ScriptedModel(boss_brain))
         first = await delivered(system, f"delegate:{dg}")
         await wait_for_types(system, ["delegation.announced"], delegation_id=dg)
-        await delivered(system, "subagent")
+        sub_turn = await delivered(system, "subagent")
         assert await read_unreturned(system.store) == []
+        # Announced after the restart, still caused by the outcome events (folded with
+        # their positions).
+        link = await system.store.read_stream("link/boss->worker")
+        outcome = next(e for e in link if e.type == "delegation.completed")
+        agent = await system.store.read_stream("agent/boss")
+        finished = next(e for e in agent if e.type == "subagent.finished")
+        assert first.causation_id == str(outcome.position)
+        assert sub_turn.causation_id == str(finished.position)
         senders = [e.event.sender for e in await turn_starts(system.store, BOSS)]  # type: ignore[union-attr]
         assert senders.count(f"delegate:{dg}") == 1 and senders.count("subagent") == 1
         (chain,) = await read_lineage(system.store, dg)
@@ -236,6 +257,8 @@ async def test_a_handoff_made_by_a_tool_call_shows_its_chain(tmp_path: Path) -> 
         (chain,) = await read_lineage(system.store, "c-handoff")
         user_turn = (await turn_starts(system.store, "session/front/chat1"))[0]
         intro = (await turn_starts(system.store, "session/billing/chat1"))[0]
+        handoff = await system.store.read_stream("handoff/web/c1")
+        routed = next(e for e in handoff if e.type == "handoff.routed")
     assert (chain.kind, chain.source, chain.target, chain.task) == (
         "handoff",
         "front",
@@ -247,4 +270,7 @@ async def test_a_handoff_made_by_a_tool_call_shows_its_chain(tmp_path: Path) -> 
     assert chain.request.stream == "handoff/web/c1"
     assert chain.outcome is not None and chain.outcome.status == "routed"
     assert chain.delivery is not None and chain.delivery.position == intro.position
+    # The handoff's envelopes: routed <- the asking call (in the asking turn); the
+    # target's introduction turn <- the same call.
+    assert (routed.correlation_id, routed.causation_id) == (chain.turn_id, "c-handoff")
     assert intro.causation_id == "c-handoff"

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from clawlog.events import ANY, EventMetadata, SqliteBackend, open_store
 from clawlog.events.domain.agent import SubagentAnnounced, SubagentFinished, SubagentSpawned
 from clawlog.events.domain.delegation import (
@@ -76,11 +78,14 @@ async def test_overdue_delegations_flag_finished_results_not_delivered(tmp_path:
     }
 
 
+@pytest.mark.parametrize("style", ["outcome position", "delegation id (before)"])
 async def test_a_call_id_reused_in_a_later_turn_is_not_taken_for_the_first_turns_call(
-    tmp_path: Path,
+    tmp_path: Path, style: str
 ) -> None:
     """Providers reuse call ids across turns (a counter restarting with the process): each
-    request's asking call and sync delivery are the ones of its own turn."""
+    request's asking call and sync delivery are the ones of its own turn. The second turn
+    received the first one's result: caused by its outcome event (the position), or in a
+    log from before by the delegation id; either way it is named by the delegation."""
     worker = "session/worker/delegate-{}"
 
     def turn(turn_id: str, dg: str, cause: str) -> list[tuple[str, list[Any], str, str | None]]:
@@ -98,8 +103,12 @@ async def test_a_call_id_reused_in_a_later_turn_is_not_taken_for_the_first_turns
     positions: dict[tuple[str, str, str], int] = {}
     async with await open_store(SqliteBackend(tmp_path / "log.db")) as store:
         # The second turn received the first one's result (as an async one's would be).
-        for turn_id, dg, cause in (("t1", "dg-first", ""), ("t2", "dg-second", "dg-first")):
-            for stream, events, correlation, causation in turn(turn_id, dg, cause):
+        for turn_id, dg in (("t1", "dg-first"), ("t2", "dg-second")):
+            received = ""
+            if turn_id == "t2":
+                first_outcome = positions[("t1", LINK, "delegation.completed")]
+                received = str(first_outcome) if style == "outcome position" else "dg-first"
+            for stream, events, correlation, causation in turn(turn_id, dg, received):
                 meta = EventMetadata(correlation_id=correlation, causation_id=causation)
                 [recorded] = await store.append(stream, events, ANY, meta)
                 positions[(turn_id, stream, recorded.type)] = recorded.position
