@@ -45,6 +45,14 @@ from clawlog.events.domain.actor import (
     ActorStarted,
     ActorStopped,
 )
+from clawlog.events.domain.timer import (
+    TimerCancelled,
+    TimerFired,
+    TimerMoved,
+    TimerSet,
+    TimerSkipped,
+)
+from clawlog.events.folds.timers import PendingTimer, TimerBook, misfired
 from clawlog.events.logging import get_logger
 from clawlog.events.telemetry import attached
 
@@ -64,6 +72,7 @@ from .internal import (
     IdleCheck,
     RecordLater,
     RestartDue,
+    TimerDue,
 )
 from .messages import Message, Piped
 from .runtime import ActorHandle, Runtime
@@ -78,6 +87,7 @@ Reply = LoopReply | ThreadReply
 DEFERRED: Any = object()
 _INTERNAL = frozenset({RestartDue, ChildEscalated, ChildStopped, AwaitRecovery, IdleCheck})
 _READ_PAGE = 1000
+_TIMER_EVENTS = frozenset({TimerSet, TimerFired, TimerSkipped, TimerCancelled, TimerMoved})
 
 
 class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
@@ -131,6 +141,8 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
         #: Lifecycle events of children the store did not take, recorded here when it does.
         self._kept: list[Event] | None = None
         self._kept_tries = 0
+        #: True while the stream is folded at (re)start: timers are armed once at its end.
+        self._recovering = False
 
     # -- hooks for subclasses -----------------------------------------------------------
     def initial_state(self) -> S:
@@ -169,6 +181,24 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
     def on_child_escalated(self, child_path: str, reason: str) -> None:
         """A child gave up. By default the failure climbs: this actor fails too."""
         raise Escalated(child_path, reason)
+
+    def timer_book(self) -> TimerBook | None:
+        """This actor's pending durable timers, or None if it keeps none.
+
+        An actor with timers folds its ``timer.*`` events into a :class:`TimerBook` held in
+        its state (``events.folds.timers.apply_timer_event``, so snapshots keep it) and
+        returns it here; the base arms them with the System's timer service after each
+        append and each recovery, and an actor with pending timers never passivates."""
+        return None
+
+    def on_timer(self, timer: PendingTimer, outcome: TimerFired | TimerSkipped) -> None:
+        """A pending timer of this actor is due. Record ``outcome`` in the same append as
+        what it causes (by default it causes nothing else)."""
+        self.emit([outcome])
+
+    def clock_now(self) -> float:
+        """The time on the System's clock, the one durable timers are set and fire by."""
+        return self.runtime.timers.clock.now()
 
     def state_type(self) -> type[Any] | None:
         """The class of ``state`` for snapshot decoding (default: its current class)."""
@@ -317,6 +347,7 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
             except Exception as exc:  # the store may already be gone at shutdown
                 self.log.warning("could not record actor.stopped", error=str(exc))
             self.runtime.ownership.release(self.path)
+        self.runtime.timers.disarm(self.path)  # armed again by its next start
         self.runtime.unregister(self.path, self.actor_ref)
         if self.parent is not None:  # a parent that is itself stopping needs no notice
             with contextlib.suppress(pykka.ActorDeadError):
@@ -348,7 +379,7 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
                 reply.set(self.version)
             return
         if type(message) is IdleCheck:
-            if message.activity == self._activity and self.is_idle():
+            if message.activity == self._activity and self.is_idle() and not self._has_timers():
                 self.passivate()
             return
         if type(message) is RecordLater:
@@ -385,12 +416,15 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
                 self._answer(value=result)
         finally:
             self._reply = None
-        if self.idle_timeout_s is not None and self.is_idle():
+        if self.idle_timeout_s is not None and self.is_idle() and not self._has_timers():
             loop = self.runtime.hub.loop
             check = IdleCheck(activity=self._activity)
             loop.call_soon_threadsafe(loop.call_later, self.idle_timeout_s, self._tell_self, check)
 
     def _handle_one(self, message: object) -> Any:
+        if type(message) is TimerDue:
+            self._timer_due(message)
+            return None
         if type(message) is ChildEscalated:
             if message.unrecorded is not None:
                 self._keep_record(message.unrecorded)
@@ -418,6 +452,16 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
         if not self.recover_state:
             self.version = self.runtime.run(store.stream_version(self.path))
             return None
+        self._recovering = True
+        try:
+            snapshot_version = self._fold_stream()
+        finally:
+            self._recovering = False
+        self._arm_timers()
+        return snapshot_version
+
+    def _fold_stream(self) -> int | None:
+        store = self.runtime.store
         snapshot_version = None
         state_type = self.state_type()
         if self.snapshot_every and state_type is not None:
@@ -437,6 +481,53 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
         event = item.event
         if isinstance(event, Event) and not isinstance(event, ActorEvent):
             self.state = self.apply_at(self.state, event, item.position)
+            if type(event) in _TIMER_EVENTS and not self._recovering:
+                self._timer_changed(event)
+
+    # -- durable timers -----------------------------------------------------------------
+    def _arm_timers(self) -> None:
+        """Arm every pending timer of the book (after a recovery: the book may differ)."""
+        book = self.timer_book()
+        if book is None:
+            return
+        timers = [(t.timer_id, t.due_at) for t in book.pending.values()]
+        self.runtime.timers.rearm(self.handle_ref, timers)
+
+    def _timer_changed(self, event: Event) -> None:
+        service = self.runtime.timers
+        if isinstance(event, TimerSet | TimerMoved):
+            service.arm(self.handle_ref, event.timer_id, event.due_at)
+        elif isinstance(event, TimerFired | TimerSkipped | TimerCancelled):
+            service.disarm(self.path, event.timer_id)
+
+    def _has_timers(self) -> bool:
+        book = self.timer_book()
+        return book is not None and bool(book.pending)
+
+    def _timer_due(self, message: TimerDue) -> None:
+        book = self.timer_book()
+        timer = None if book is None else book.pending.get(message.timer_id)
+        if timer is None or timer.due_at != message.due_at:
+            return  # fired, cancelled or moved since it was armed
+        now = self.clock_now()
+        if now < timer.due_at:  # never early: wait for it again
+            self.runtime.timers.arm(self.handle_ref, timer.timer_id, timer.due_at)
+            return
+        late = now - timer.due_at
+        outcome: TimerFired | TimerSkipped
+        if misfired(timer, now) and timer.misfire == "skip":
+            outcome = TimerSkipped(
+                timer_id=timer.timer_id, due_at=timer.due_at, skipped_at=now, late_s=late
+            )
+        else:
+            outcome = TimerFired(
+                timer_id=timer.timer_id,
+                due_at=timer.due_at,
+                fired_at=now,
+                late_s=late,
+                misfired=misfired(timer, now),
+            )
+        self.on_timer(timer, outcome)
 
     def _record(self, event: Event) -> None:
         """Append one of our own lifecycle events at our version."""

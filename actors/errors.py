@@ -13,7 +13,9 @@ ActorError
  ├── SystemClosed      the System was closed; every public call raises it
  ├── InvalidArgument   a public call's argument is wrong (also a ValueError); names it
  │    ├── ArgumentTypeError  of the wrong type (also a TypeError): a model that is no Model
- │    └── MessageTooLarge    a message's text is over Limits.max_message_bytes
+ │    ├── MessageTooLarge    a message's text is over Limits.max_message_bytes
+ │    └── InvalidSchedule    a routine's schedule cannot run (cron syntax, time zone,
+ │                           interval below the minimum)
  ├── StreamOwnedElsewhere  another process holds this stream's lease (PostgreSQL)
  ├── SubagentLimitError  spawning a subagent would pass a depth or concurrency limit
  ├── TurnCancelledError  an agent's turn was cancelled before it replied
@@ -67,6 +69,7 @@ __all__ = [
     "Escalated",
     "HubError",
     "InvalidArgument",
+    "InvalidSchedule",
     "MalformedReply",
     "McpAccessError",
     "McpCallTimeout",
@@ -180,6 +183,13 @@ class InvalidArgument(ActorError, ValueError):
         super().__init__(f"{parameter}: {problem}")
         self.parameter = parameter
         self.problem = problem
+
+
+class InvalidSchedule(InvalidArgument):
+    """A routine's schedule cannot run; the message says what to change."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__("schedule", problem)
 
 
 class ArgumentTypeError(InvalidArgument, TypeError):

@@ -15,6 +15,7 @@ __all__ = [
     "IdleCheck",
     "RecordLater",
     "RestartDue",
+    "TimerDue",
 ]
 
 
@@ -51,3 +52,12 @@ class AwaitRecovery(Request[int], frozen=True, kw_only=True):
 
 class RecordLater(Message, frozen=True, kw_only=True):
     """Backoff elapsed: try again to record the events the store did not take."""
+
+
+class TimerDue(Message, frozen=True, kw_only=True):
+    """From the timer service (``actors.timers``): a durable timer of this actor is due.
+    Stale when the actor's book no longer holds ``timer_id`` at ``due_at`` (it fired,
+    was cancelled or moved): then it is ignored."""
+
+    timer_id: str
+    due_at: float

@@ -21,6 +21,8 @@ from .errors import ActorDead, SystemClosed
 from .messages import Request
 from .ownership import StreamOwnership
 from .supervision import SupervisionPolicy
+from .timers.clock import Clock
+from .timers.service import TimerService
 
 __all__ = ["ActorHandle", "Runtime"]
 
@@ -38,6 +40,7 @@ class Runtime:
         *,
         ask_timeout: float = 30.0,
         default_policy: SupervisionPolicy | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.hub = hub
         self.store = store
@@ -55,6 +58,9 @@ class Runtime:
         self._slots: dict[str, int] = {}
         #: Shared services of this System by name (ports for tools, directories, ...).
         self.services: dict[str, Any] = {}
+        #: Wakes the owners of durable timers (approval timeouts, delegation deadlines,
+        #: cron jobs, heartbeats, routines) on ``clock``.
+        self.timers = TimerService(hub, clock)
 
     def take_slot(self, name: str, limit: int) -> int | None:
         """Take one of ``limit`` process-wide slots named ``name``; None if all are taken."""

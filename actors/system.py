@@ -73,6 +73,8 @@ from .agents.session_state import CompactionInfo
 from .agents.streaming import TurnStream
 from .agents.supervisor import AgentSupervisor, Reconfigure
 from .agents.user_message import user_message
+from .automation.api import Routines
+from .automation.port import RoutinesPort
 from .boundary import (
     Limits,
     check_agent_key,
@@ -110,6 +112,7 @@ from .supervision import SupervisionPolicy
 from .teams.messages import GetBoard, TeamView
 from .teams.prompt import team_md
 from .teams.team import Team
+from .timers.clock import Clock
 
 if TYPE_CHECKING:
     from .mcp.api import McpServers
@@ -132,6 +135,7 @@ class System:
         self.guardian = guardian
         self.store = HubStore(runtime.hub, runtime.store)
         self.escalations: list[tuple[str, str]] = []
+        self._routines = Routines(self._agent, lambda: self.limits)
         self._closed = False
         self._closing: asyncio.Future[None] | None = None
 
@@ -147,6 +151,7 @@ class System:
         limits: Limits | None = None,
         model_catalog: ModelCatalog | None = None,
         budgets: Budgets | None = None,
+        clock: Clock | None = None,
         **store_options: Any,
     ) -> _Opener:
         """Open a System on an SQLite path, ``memory:``, a ``postgresql://`` URL or an
@@ -165,6 +170,9 @@ class System:
         recorded with each model reply); default: ``ModelCatalog.default()``.
         ``budgets`` are the token and cost budgets of every agent whose
         :attr:`AgentConfig.budgets` is not set (actors.agents.budgets); default: none.
+        ``clock`` is the time durable timers are set and fire by (approval timeouts,
+        delegation deadlines, cron jobs, heartbeats, routines: :mod:`actors.timers`);
+        default: real time. A :class:`~actors.timers.ManualClock` moves only when told.
 
         Raises:
             ArgumentTypeError: (a TypeError) ``approvals``, ``limits``, ``model_catalog`` or
@@ -185,6 +193,11 @@ class System:
             MissingDependency: a ``postgresql://`` URL without the ``postgres`` extra (an
                 ``ImportError`` too; the message says what to install).
         """
+        if clock is not None and not isinstance(clock, Clock):
+            raise ArgumentTypeError(
+                "clock",
+                f"must be a clawlog Clock (now, subscribe) or None, not {type(clock).__name__}",
+            )
         if limits is not None and not isinstance(limits, Limits):
             raise ArgumentTypeError(
                 "limits", f"must be a clawlog.actors.Limits or None, not {type(limits).__name__}"
@@ -207,7 +220,9 @@ class System:
             store_options.get("max_payload_bytes", DEFAULT_MAX_PAYLOAD_BYTES),
             given=limits is not None,
         )
-        starting = cls._start(location, policy, ask_timeout, approvals, limits, store_options)
+        starting = cls._start(
+            location, policy, ask_timeout, approvals, limits, clock, store_options
+        )
         return _Opener(install_metering(starting, model_catalog, budgets))
 
     @classmethod
@@ -218,6 +233,7 @@ class System:
         ask_timeout: float,
         approvals: ApprovalConfig | None,
         limits: Limits,
+        clock: Clock | None,
         store_options: dict[str, Any],
     ) -> System:
         hub = Hub()
@@ -227,8 +243,9 @@ class System:
         except BaseException:
             hub.stop()
             raise
-        runtime = Runtime(hub, store, ask_timeout=ask_timeout, default_policy=policy)
+        runtime = Runtime(hub, store, ask_timeout=ask_timeout, default_policy=policy, clock=clock)
         await hub.run_async(runtime.ownership.start())
+        await hub.run_async(runtime.timers.start())
         escalations: list[tuple[str, str]] = []
         guardian = launch(
             runtime,
@@ -244,6 +261,7 @@ class System:
         runtime.services["limits"] = limits
         runtime.services["agents"] = AgentPorts(runtime, guardian)
         runtime.services["delegation"] = DelegationPorts(runtime, system.delegation_directory())
+        runtime.services["routines"] = RoutinesPort()
         system.escalations = escalations
         runtime.dead_letter_sink = system._record_dead_letter
         try:
@@ -427,11 +445,12 @@ class System:
 
         from .agents.pipeline_gateway import ActorToolAdapter, PipelineGateway
         from .agents.tools import ACTOR_TOOLS, MessageTool
+        from .automation.cron_tool import CronTool
         from .delegation.tools import DELEGATION_TOOLS
         from .teams.tools import TEAM_TOOLS
 
         services, store = self.runtime.services, self.runtime.store
-        actor_tools = (*ACTOR_TOOLS, MessageTool, *TEAM_TOOLS, *DELEGATION_TOOLS)
+        actor_tools = (*ACTOR_TOOLS, MessageTool, *TEAM_TOOLS, *DELEGATION_TOOLS, CronTool)
         tools: list[Tool] = [ActorToolAdapter(cls(services, store)) for cls in actor_tools]
         tools += [EchoTool(), TimeTool(), JsonTool(), *extra_tools]
         gateway = PipelineGateway(
@@ -829,6 +848,15 @@ class System:
             self.prompt_for(src).add_section("DELEGATION.md", directory.prompt_section)
         return handles
 
+    # -- routines -----------------------------------------------------------------------
+    @property
+    def routines(self) -> Routines:
+        """The agents' routines (cron schedules, event and webhook triggers):
+        ``await system.routines.define(agent, name, prompt, Trigger.cron("0 8 * * *"))``
+        (see :class:`actors.automation.Routines`). An agent's own cron jobs and its
+        heartbeat are listed there too."""
+        return self._routines
+
     # -- MCP servers --------------------------------------------------------------------
     @property
     def mcp(self) -> McpServers:
@@ -979,6 +1007,7 @@ class System:
         try:
             self.runtime.closing = True
             await run_in_thread(self.guardian.stop, name="clawlog-close")
+            await self.runtime.hub.run_async(self.runtime.timers.stop())
             await self.runtime.hub.run_async(self.runtime.ownership.stop())
             self.runtime.closing_store = True
             await self.runtime.hub.run_async(self.runtime.store.close())

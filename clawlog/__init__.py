@@ -52,6 +52,13 @@ _EXPORTS: dict[str, str] = {
     "SystemClosed": "clawlog.actors",
     "TurnCancelledError": "clawlog.actors",
     "TurnFailedError": "clawlog.actors",
+    "InvalidSchedule": "clawlog.actors",
+    # routines, timers and the clock
+    "Trigger": "clawlog.actors.automation",
+    "RoutineInfo": "clawlog.actors.automation",
+    "ManualClock": "clawlog.actors.timers",
+    "CronLimits": "clawlog.actors.agents",
+    "HeartbeatConfig": "clawlog.actors.agents",
     # agents and models
     "AgentConfig": "clawlog.actors.agents",
     "BudgetLimits": "clawlog.actors.agents",
@@ -113,14 +120,18 @@ __all__ = [
     "CompactionConfig",
     "CompactionFailedError",
     "CompactionInfo",
+    "CronLimits",
     "EventStore",
     "EventStoreError",
     "ExecConfig",
     "FunctionTool",
+    "HeartbeatConfig",
     "HubError",
     "InvalidArgument",
     "InvalidEvent",
+    "InvalidSchedule",
     "Limits",
+    "ManualClock",
     "MessageTooLarge",
     "MissingDependency",
     "Model",
@@ -131,6 +142,7 @@ __all__ = [
     "OpenAIChatModel",
     "OutboxMessage",
     "PolicyConfig",
+    "RoutineInfo",
     "SandboxConfig",
     "ScriptedModel",
     "SessionStatus",
@@ -142,6 +154,7 @@ __all__ = [
     "ToolContext",
     "ToolError",
     "ToolResult",
+    "Trigger",
     "TurnCancelledError",
     "TurnDelta",
     "TurnFailedError",
@@ -166,6 +179,7 @@ if TYPE_CHECKING:
         CompactionFailedError,
         HubError,
         InvalidArgument,
+        InvalidSchedule,
         Limits,
         MessageTooLarge,
         ModelStreamCut,
@@ -183,11 +197,14 @@ if TYPE_CHECKING:
         Budgets,
         CompactionConfig,
         CompactionInfo,
+        CronLimits,
+        HeartbeatConfig,
         SessionStatus,
         SubagentLimits,
         TurnDelta,
         TurnStream,
     )
+    from clawlog.actors.automation import RoutineInfo, Trigger
     from clawlog.actors.errors import ModelError
     from clawlog.actors.providers import (
         AnthropicModel,
@@ -200,6 +217,7 @@ if TYPE_CHECKING:
         calls,
         reply,
     )
+    from clawlog.actors.timers import ManualClock
     from clawlog.actors.workspace import AgentWorkspaces
     from clawlog.events import (
         EventStore,

@@ -59,6 +59,18 @@ class EventRegistry:
     def tags(self) -> frozenset[str]:
         return frozenset(self._classes)
 
+    def expand(self, types: Iterable[str]) -> list[str]:
+        """The tags ``types`` name, sorted: each is a tag, or a domain's glob (``"tool.*"``:
+        every registered tag of the ``tool`` domain)."""
+        known = self.tags()
+        tags: set[str] = set()
+        for tag in types:
+            if tag.endswith(".*"):
+                tags.update(t for t in known if t.startswith(tag[:-1]))
+            else:
+                tags.add(tag)
+        return sorted(tags)
+
     def class_for(self, tag: str) -> type[Event] | None:
         return self._classes.get(tag)
 

@@ -23,6 +23,9 @@ stream                        written by         holds
                                                  each time the sandbox could not be used
 ``sandbox/{sandbox_key}``     AgentWorkspaces    a sandbox container started and removed
 ``system/guardian[/owner]``   Guardian           escalations and dead letters
+``routines/{agent}``          AgentRoutines      an agent's routines (cron jobs, heartbeat,
+                                                 event and webhook routines), their timers
+                                                 and runs
 ``tools/custom``              System             custom tool definitions and removals
                                                  (``System.define_tool``)
 ============================  =================  ==========================================
@@ -43,6 +46,7 @@ __all__ = [
     "handoff_stream",
     "link_stream",
     "mcp_stream",
+    "routines_stream",
     "sandbox_stream",
     "session_stream",
     "subagent_stream",
@@ -94,6 +98,11 @@ def handoff_stream(channel: str, chat_id: str) -> str:
         return _SEGMENT.sub(lambda m: "".join(f"~{b:02x}" for b in m.group().encode()), text)
 
     return f"handoff/{escape(channel)}/{escape(chat_id)}"
+
+
+def routines_stream(agent: str) -> str:
+    """``routines/{agent}``: an agent's routines and their runs."""
+    return f"routines/{agent}"
 
 
 def workspace_stream(agent: str) -> str:

@@ -28,6 +28,7 @@ from .read_models.session_history import SessionHistory, SessionHistoryReader
 from .read_models.stream_catalog import StreamCatalog, StreamCatalogReader
 from .read_models.subagent_tasks import SubagentTaskReader, SubagentTasks
 from .read_models.task_boards import TaskBoardReader, TaskBoards
+from .read_models.timers import TimerReader, Timers
 from .read_models.tool_audit import ToolAudit, ToolAuditReader
 from .read_models.usage import ModelUsage, ModelUsageReader
 from .readers import Reader, ReadModels, open_read_models
@@ -47,6 +48,7 @@ ALL_PROJECTIONS = (
     SubagentTasks,
     McpHealth,
     ModelUsage,
+    Timers,
 )
 
 __all__ = [
@@ -75,6 +77,7 @@ __all__ = [
     "SubagentTaskReader",
     "TaskBoardReader",
     "TimelineQuery",
+    "TimerReader",
     "ToolAuditReader",
     "open_read_models",
     "read_lineage",

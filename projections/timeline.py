@@ -221,13 +221,4 @@ async def _stream_events(
 
 
 def _expand(store: EventStore, types: tuple[str, ...] | None) -> list[str] | None:
-    if types is None:
-        return None
-    known = store.registry.tags()
-    tags: set[str] = set()
-    for tag in types:
-        if tag.endswith(".*"):
-            tags.update(t for t in known if t.startswith(tag[:-1]))
-        else:
-            tags.add(tag)
-    return sorted(tags)
+    return None if types is None else store.registry.expand(types)

@@ -7,6 +7,7 @@ from .delta_sink import TurnDelta
 from .gateway import CallerContext, ToolGateway
 from .messages import SessionStatus
 from .prompt import ContextSource, PromptBuilder
+from .routine_config import CronLimits, HeartbeatConfig
 from .session_state import CompactionInfo
 from .streaming import TurnStream
 
@@ -18,6 +19,8 @@ __all__ = [
     "CompactionConfig",
     "CompactionInfo",
     "ContextSource",
+    "CronLimits",
+    "HeartbeatConfig",
     "PromptBuilder",
     "QualityGate",
     "SessionStatus",

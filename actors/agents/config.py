@@ -15,6 +15,7 @@ from ..errors import InvalidArgument
 from ..providers.base import TOOL_CHOICE_MODES
 from .budgets import Budgets
 from .compaction_config import CompactionConfig
+from .routine_config import CronLimits, HeartbeatConfig
 
 if TYPE_CHECKING:
     from .gateway import ToolGateway
@@ -105,6 +106,10 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: ("when configured"). Seed 004's 60 a minute and 1000 an hour per user and tool:
     #: ``RateLimitConfig(user_tool=SUGGESTED_USER_TOOL_WINDOWS)``.
     rate_limits: RateLimitConfig | None = None
+    #: Wake the agent periodically with its HEARTBEAT.md (actors.automation); None: never.
+    heartbeat: HeartbeatConfig | None = None
+    #: What the ``cron`` tool lets the agent schedule for itself (actors.automation).
+    cron: CronLimits = msgspec.field(default_factory=CronLimits)
     #: The model's context window in tokens, in place of the model catalog's
     #: (``System.open(model_catalog=...)``); None: the catalog's.
     context_window: int | None = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from clawlog.events.domain.session import ContentPart
@@ -63,8 +65,12 @@ class AnswerApproval(Request[bool], frozen=True, kw_only=True):
 
 
 class ApprovalTimedOut(Message, frozen=True, kw_only=True):
+    """A Session to itself: the durable timer of an approval fired (``fired``, its
+    ``timer.fired`` event, is recorded with the decision)."""
+
     turn_id: str
     call_id: str
+    fired: Any = None
 
 
 class ResumeTurn(Message, frozen=True, kw_only=True):

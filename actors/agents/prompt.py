@@ -57,6 +57,12 @@ class PromptBuilder:
                 parts.append(f"## {title}\n\n{body.strip()}")
         return "\n\n".join(p for p in parts if p)
 
+    def context_file(self, config: AgentConfig, name: str, user: str = "") -> str | None:
+        """Context file ``name`` as the system prompt for ``user`` ("" = agent level)
+        holds it; None if the agent has none (a heartbeat reads its HEARTBEAT.md here)."""
+        caller = CallerContext(agent=config.key, session_key="", user=user)
+        return self._context_file(config, caller, name)
+
     def _context_file(self, config: AgentConfig, ctx: CallerContext, name: str) -> str | None:
         per_user = config.kind == "open" or name == "USER.md"
         if per_user and self._context is not None and ctx.user:

@@ -53,7 +53,9 @@ from clawlog.events.domain.session import (
     TurnFailureReason,
     TurnStarted,
 )
+from clawlog.events.domain.timer import TimerCancelled, TimerFired, TimerSet, TimerSkipped
 from clawlog.events.domain.tool import ApprovalOutcome
+from clawlog.events.folds.timers import PendingTimer, TimerBook
 from clawlog.events.telemetry import METRIC_AGENT, instruments, metrics_enabled
 
 from ..actor import DEFERRED, EventSourcedActor
@@ -92,6 +94,7 @@ from .posting import message_posted
 from .prompt import PromptBuilder
 from .resume_calls import INTERRUPTED_REASON, decide_resumed_calls, interrupt_delegated_calls
 from .resume_delegations import delegation_reasons
+from .routine_config import quiet_reply
 from .session_state import CompactionInfo, SessionState, TurnState, apply_session_event
 from .staged_append import StagedAppend, scratch_state, staged_reader
 from .summary_budget import refused_for_budget, summary_over_budget
@@ -245,8 +248,12 @@ class Session(EventSourcedActor[SessionState]):
             case AnswerApproval():
                 return self._on_approval(message.call_id, message.decision, message.by)
             case ApprovalTimedOut():
-                if self._is_current(message.turn_id):
-                    self._on_approval(message.call_id, "timeout", "timeout")
+                if self._is_current(message.turn_id) and self._active is None:
+                    self._resume_turn()  # due at start, before the resume got to the call
+                if self._is_current(message.turn_id) and self._awaits(message.call_id):
+                    self._on_approval(message.call_id, "timeout", "timeout", message.fired)
+                else:  # answered, cancelled or ended meanwhile: the firing only
+                    self.emit([message.fired], correlation_id=message.turn_id)
             case CancelTurn():
                 return self._cancel(message.by)
             case ResumeTurn():
@@ -507,7 +514,10 @@ class Session(EventSourcedActor[SessionState]):
         for tool_call in calls:
             step = self._gateway.begin(ctx, tool_call)
             if step.events:
-                self._stage(StagedAppend(list(step.events)))
+                events = list(step.events)
+                if step.outcome == "approval":  # its timeout, durable with the request
+                    events.append(self._approval_timer(tool_call.id, step))
+                self._stage(StagedAppend(events))
                 step = msgspec.structs.replace(step, events=[])
             steps.append((tool_call.id, step))
         self._append_staged()
@@ -516,20 +526,42 @@ class Session(EventSourcedActor[SessionState]):
     def _apply_step(self, call_id: str, step: CallStep) -> None:
         turn, active = self.state.turn, self._active
         assert turn is not None and active is not None
-        if step.events:
-            self.emit(step.events, correlation_id=turn.turn_id)
+        events = list(step.events)
+        timer_id = _approval_timer_id(turn.turn_id, call_id)
+        if step.outcome == "approval" and timer_id not in self.state.timers.pending:
+            events.append(self._approval_timer(call_id, step))  # (none recorded yet)
+        if events:
+            self.emit(events, correlation_id=turn.turn_id)
         if step.outcome == "ready":
             key = f"{turn.turn_id}:{call_id}"
             active.futures[key] = self.pipe(
                 self._gateway.run(step.ticket), "tool", key=key, correlation_id=turn.turn_id
             )
-        elif step.outcome == "approval":
+        elif step.outcome == "approval":  # its timer is armed from the log (actors.timers)
             active.tickets[call_id] = step.ticket
-            loop = self.runtime.hub.loop
-            timeout = ApprovalTimedOut(turn_id=turn.turn_id, call_id=call_id)
-            loop.call_soon_threadsafe(
-                loop.call_later, step.approval_timeout_s, self._tell_self, timeout
-            )
+
+    def _approval_timer(self, call_id: str, step: CallStep) -> TimerSet:
+        """The durable timeout of a call that waits for a person's answer."""
+        turn = self.state.turn
+        assert turn is not None
+        return TimerSet(
+            timer_id=_approval_timer_id(turn.turn_id, call_id),
+            kind="approval",
+            due_at=self.clock_now() + step.approval_timeout_s,
+            subject=call_id,
+        )
+
+    def _awaits(self, call_id: str) -> bool:
+        return self._active is not None and call_id in self._active.tickets
+
+    def timer_book(self) -> TimerBook:
+        return self.state.timers
+
+    def on_timer(self, timer: PendingTimer, outcome: TimerFired | TimerSkipped) -> None:
+        """An approval's timeout passed (late after a restart too: it is never skipped).
+        Handled as a message of the turn, so its failures end the turn as any step's do."""
+        turn_id = timer.timer_id.split(":", 2)[1] if timer.kind == "approval" else ""
+        self.handle(ApprovalTimedOut(turn_id=turn_id, call_id=timer.subject, fired=outcome))
 
     def _on_tool(self, message: Piped) -> None:
         turn, active = self.state.turn, self._active
@@ -564,12 +596,20 @@ class Session(EventSourcedActor[SessionState]):
             raise
         self._append_staged()  # nothing took it (never by design): on its own then
 
-    def _on_approval(self, call_id: str, decision: ApprovalOutcome, by: str) -> bool:
+    def _on_approval(
+        self, call_id: str, decision: ApprovalOutcome, by: str, fired: Event | None = None
+    ) -> bool:
         turn, active = self.state.turn, self._active
         if turn is None or active is None or call_id not in active.tickets:
             raise Rejected(f"no approval is pending for call {call_id!r}")
         ticket = active.tickets.pop(call_id)
-        self._apply_step(call_id, self._gateway.decide(self.caller(), ticket, decision, by))
+        step = self._gateway.decide(self.caller(), ticket, decision, by)
+        # The timeout's end shares the decision's append: it fired, or is cancelled now.
+        timer_id = _approval_timer_id(turn.turn_id, call_id)
+        ended: list[Event] = [fired] if fired is not None else []
+        if fired is None and timer_id in self.state.timers.pending:
+            ended.append(TimerCancelled(timer_id=timer_id, reason=f"answered: {decision}"))
+        self._apply_step(call_id, msgspec.structs.replace(step, events=[*ended, *step.events]))
         self._continue_if_done()
         return True
 
@@ -587,7 +627,10 @@ class Session(EventSourcedActor[SessionState]):
         events: list[Event] = [
             TurnCompleted(turn_id=turn.turn_id, reply=recorded, iterations=turn.iteration)
         ]
-        if turn.outbox_kind:  # the reply is for a person: the outbox, in the same append
+        # The reply is for a person (the outbox, in the same append), unless it is a
+        # heartbeat's "nothing needs doing" (recorded here only).
+        quiet = turn.outbox_kind == "heartbeat" and quiet_reply(self.config.heartbeat, recorded)
+        if turn.outbox_kind and not quiet:
             resumed = active is not None and active.resumed
             events.append(self._posted(recorded, turn.outbox_kind, resumed=resumed))
         ended = self.emit(events, correlation_id=turn.turn_id, causation_id=turn.turn_id)
@@ -1225,3 +1268,8 @@ def _failure_reason(exc: Exception) -> TurnFailureReason:
     if isinstance(exc, EventStoreError):
         return "store_error"
     return "crashed"
+
+
+def _approval_timer_id(turn_id: str, call_id: str) -> str:
+    """The id of the durable timeout of ``call_id``'s approval in turn ``turn_id``."""
+    return f"approval:{turn_id}:{call_id}"

@@ -24,6 +24,7 @@ from clawlog.events.domain.session import (
     TurnStarted,
 )
 from clawlog.events.domain.tool import ToolCallResumeDecided
+from clawlog.events.folds.timers import TimerBook, apply_timer_event
 
 from .context_size import calibrated_ratio
 from .pruning import apply_pruning, summary_message
@@ -114,6 +115,9 @@ class SessionState(msgspec.Struct, kw_only=True):
     last_input_tokens: int = 0
     compactions: int = 0
     last_compaction: CompactionInfo | None = None
+    #: Approval timeouts: durable timers (``actors.timers``), one per call awaiting a
+    #: person's answer.
+    timers: TimerBook = msgspec.field(default_factory=TimerBook)
     #: ``messages[0]`` is the summary a compaction wrote (known from the fold, never from
     #: the text: a user can type the summary's header; actors.agents.pruning).
     summary_first: bool = False
@@ -181,7 +185,8 @@ def apply_session_event(
             state.turns_failed += 1
             state.last_ended_turn = event.turn_id
         case _:
-            _apply_tool_event(state, event, read_tool_event, position)
+            if not apply_timer_event(state.timers, event):
+                _apply_tool_event(state, event, read_tool_event, position)
     return state
 
 

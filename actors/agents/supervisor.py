@@ -172,6 +172,7 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
 
     def on_recovered(self, restarted: bool) -> None:
         self._record_config()
+        self._start_routines()
         if not restarted:
             self._fail_interrupted_subagents()
             # Results whose announcement a stop lost are delivered now (read on the hub).
@@ -183,13 +184,19 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
         if isinstance(message, _ROUTED):
             self._route(message, self.defer_reply())
             return DEFERRED
+        port = self.runtime.services.get("routines")
+        if port is not None and port.accepts(message):
+            self._to_routines(message, self.defer_reply())
+            return DEFERRED
         if isinstance(message, Reconfigure):
             if message.config.key != self.config.key:
                 raise Rejected("an agent's key cannot change")
             self.config, self.model, self.gateway = message.config, message.model, message.gateway
             if message.prompt is not None:
                 self.prompt = message.prompt
-            return self._record_config()
+            changed = self._record_config()
+            self._start_routines(reconfigured=True)
+            return changed
         if isinstance(message, Piped) and message.label == "resume":
             self._resume_sessions(message)
             return None
@@ -278,9 +285,10 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
                 reply.set_error(_start_failure(path, message, exc))
 
     def on_child_escalated(self, child_path: str, reason: str) -> None:
-        """A session or subagent gave up: its callers were answered and its escalation is
-        recorded; it is started afresh by its next message. It is not the agent failing."""
-        self.log.error("a session escalated; the agent goes on", child=child_path, reason=reason)
+        """A session, subagent or the routines actor gave up: its callers were answered and
+        its escalation is recorded; it is started afresh by its next message (the routines
+        actor: by the next routine request or reconfiguration). It is not the agent failing."""
+        self.log.error("a child escalated; the agent goes on", child=child_path, reason=reason)
         if child_path.startswith("subagent/"):
             task_id = child_path.removeprefix("subagent/")
             self._subagent_done(
@@ -293,6 +301,50 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
             return False
         self.emit([AgentRegistered(key=self.config.key, config=snapshot)])
         return True
+
+    # -- routines (actors.automation, reached through runtime.services["routines"]) -------
+    def _start_routines(self, *, reconfigured: bool = False) -> None:
+        """Start the routines actor if the agent has a heartbeat or ever had routines; tell
+        a running one a new config's heartbeat."""
+        port = self.runtime.services.get("routines")
+        if port is None:
+            return
+        running = self.children.get(port.path(self.config.key))
+        if running is not None and running.is_alive():
+            if reconfigured:
+                port.configure(running, self.config.heartbeat, self._heartbeat_md)
+            return
+        if self.config.heartbeat is not None or self.runtime.run(
+            self.runtime.store.stream_version(port.path(self.config.key))
+        ):
+            self._routines()
+
+    def _routines(self) -> ActorHandle[Any]:
+        port = self.runtime.services["routines"]
+        running = self.children.get(port.path(self.config.key))
+        if running is not None and running.is_alive():
+            return running
+        handle: ActorHandle[Any] = port.start(
+            self.spawn, self.config.key, self.config.heartbeat, self._heartbeat_md
+        )
+        return handle
+
+    def _heartbeat_md(self) -> str | None:
+        """The agent's HEARTBEAT.md now (read by its routines actor when a heartbeat runs)."""
+        heartbeat = self.config.heartbeat
+        user = heartbeat.user if heartbeat is not None else ""
+        return self.prompt.context_file(self.config, "HEARTBEAT.md", user)
+
+    def _to_routines(self, message: Any, reply: Any) -> None:
+        try:
+            routines = self._routines()
+        except Exception as exc:  # its stream cannot be read, the store is unreachable
+            self.log.warning("routines cannot start", error=str(exc))
+            if reply is not None:
+                reply.set_error(exc)
+            return
+        message = self.runtime.services["routines"].prepare(message, self.config)
+        routines.ref.tell(AskEnvelope(message, reply) if reply is not None else message)
 
     # -- subagents ----------------------------------------------------------------------
     def _spawn_refusal(self, request: SpawnSubagent) -> str | None:

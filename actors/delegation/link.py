@@ -45,6 +45,8 @@ from clawlog.events.domain.delegation import (
     GateEvaluated,
     LinkConfigured,
 )
+from clawlog.events.domain.timer import TimerCancelled, TimerFired, TimerSet, TimerSkipped
+from clawlog.events.folds.timers import PendingTimer, TimerBook
 from clawlog.events.streams import agent_stream
 from clawlog.events.telemetry import (
     CORRELATION,
@@ -72,7 +74,6 @@ from .gates import evaluate_gates, gate_decision, gate_name, gates_for, revision
 from .messages import (
     AnnouncementEnded,
     CancelDelegation,
-    DeadlineReached,
     Delegate,
     DelegationInfo,
     DelegationOutcome,
@@ -108,6 +109,11 @@ class _TurnReply:
                 crashed=crashed,
             )
         )
+
+
+def _deadline(delegation_id: str) -> str:
+    """The id of a delegation's deadline timer."""
+    return f"deadline:{delegation_id}"
 
 
 class _AnnouncementReply:
@@ -194,19 +200,6 @@ class DelegationLink(EventSourcedActor[LinkState]):
                 self._on_outcome(message)
             case Piped(label="gate"):
                 self._on_gate(message)
-            case DeadlineReached(delegation_id=delegation_id):
-                info = self.state.delegations.get(delegation_id)
-                if info is not None and info.status == "running":
-                    self._cancel_target(info)
-                    self._finish(
-                        info,
-                        DelegationFailed(
-                            delegation_id=delegation_id,
-                            reason="timeout",
-                            message=f"{info.target} did not finish within the deadline",
-                            at=time.time(),
-                        ),
-                    )
             case CancelDelegation():
                 return self._cancel(message.delegation_id, message.by)
             case AnnouncementEnded(delegation_id=delegation_id):
@@ -272,7 +265,13 @@ class DelegationLink(EventSourcedActor[LinkState]):
                     at=time.time(),
                     skip_quality_gates=request.skip_quality_gates,
                     call_id=request.call_id,
-                )
+                ),
+                TimerSet(
+                    timer_id=_deadline(delegation_id),
+                    kind="delegation_deadline",
+                    due_at=self.clock_now() + deadline,
+                    subject=delegation_id,
+                ),
             ],
             correlation_id=request.correlation_id,
             causation_id=request.call_id or None,
@@ -280,7 +279,6 @@ class DelegationLink(EventSourcedActor[LinkState]):
         info = self.state.delegations[delegation_id]
         self._start_span(info, request.correlation_id)
         self._run_target(info, request.task, attempt=1)
-        self._tell_later(deadline, DeadlineReached(delegation_id=delegation_id))
         if request.mode == "sync":
             self._waiters[delegation_id] = self.defer_reply()
             return DEFERRED
@@ -437,11 +435,38 @@ class DelegationLink(EventSourcedActor[LinkState]):
             span.end()
         super().on_stop()
 
-    def _finish(self, info: DelegationInfo, event: Event) -> None:
-        """Record the outcome, free the capacity and deliver it to the caller."""
+    def timer_book(self) -> TimerBook:
+        return self.state.timers
+
+    def on_timer(self, timer: PendingTimer, outcome: TimerFired | TimerSkipped) -> None:
+        """A delegation's deadline passed (a late one too: a deadline is never skipped)."""
+        info = self.state.delegations.get(timer.subject)
+        if timer.kind != "delegation_deadline" or info is None or info.status != "running":
+            self.emit([outcome])
+            return
+        self._cancel_target(info)
+        failed = DelegationFailed(
+            delegation_id=info.delegation_id,
+            reason="timeout",
+            message=f"{info.target} did not finish within the deadline",
+            at=time.time(),
+        )
+        self._finish(info, failed, fired=outcome)
+
+    def _finish(
+        self, info: DelegationInfo, event: Event, fired: TimerFired | TimerSkipped | None = None
+    ) -> None:
+        """Record the outcome (with its deadline's end: fired, or cancelled now), free the
+        capacity and deliver it to the caller."""
         # Caused by the target turn that answered, else by the link's own decision.
         causation = self._turns.pop(info.delegation_id, None) or info.delegation_id
-        recorded = self.emit([event], causation_id=causation)
+        timer_id = _deadline(info.delegation_id)
+        ended: list[Event] = [fired] if fired is not None else []
+        if fired is None and timer_id in self.state.timers.pending:
+            ended.append(
+                TimerCancelled(timer_id=timer_id, reason=f"delegation {info.delegation_id} ended")
+            )
+        recorded = self.emit([*ended, event], causation_id=causation)[len(ended) :]
         self.runtime.give_slot(f"delegation-load:{info.target}")
         info = self.state.delegations[info.delegation_id]
         self._end_span(info, recorded[0].position)

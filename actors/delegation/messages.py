@@ -6,13 +6,13 @@ import msgspec
 
 from clawlog.events.domain.delegation import DelegationMode, DelegationStatus
 from clawlog.events.folds.delegation import DelegationEndReason
+from clawlog.events.folds.timers import TimerBook
 
 from ..messages import Message, Request
 
 __all__ = [
     "AnnouncementEnded",
     "CancelDelegation",
-    "DeadlineReached",
     "Delegate",
     "DelegationInfo",
     "DelegationOutcome",
@@ -57,6 +57,8 @@ class LinkState(msgspec.Struct, kw_only=True):
     user_deny: list[str] = msgspec.field(default_factory=list)
     enabled: bool = True
     delegations: dict[str, DelegationInfo] = msgspec.field(default_factory=dict)
+    #: Each running delegation's deadline, a durable timer (``actors.timers``).
+    timers: TimerBook = msgspec.field(default_factory=TimerBook)
 
     def running(self) -> list[DelegationInfo]:
         return [d for d in self.delegations.values() if d.status == "running"]
@@ -98,10 +100,6 @@ class AnnouncementEnded(Message, frozen=True, kw_only=True):
     """The source session's turn on an async delegation's announcement ended (or the
     message never became a turn): the link looks in the log whether it was delivered."""
 
-    delegation_id: str
-
-
-class DeadlineReached(Message, frozen=True, kw_only=True):
     delegation_id: str
 
 

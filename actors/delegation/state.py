@@ -14,6 +14,7 @@ from clawlog.events.domain.delegation import (
     LinkConfigured,
 )
 from clawlog.events.folds.delegation import deadline_of, delegation_end
+from clawlog.events.folds.timers import apply_timer_event
 
 from .messages import DelegationInfo, LinkState
 
@@ -47,7 +48,8 @@ def apply_link_event(state: LinkState, event: Event) -> LinkState:
         case DelegationAnnounced():
             state.delegations[event.delegation_id].announced = True
         case _:
-            _end(state, event)
+            if not apply_timer_event(state.timers, event):
+                _end(state, event)
     return state
 
 

@@ -26,6 +26,7 @@ from ..agents.handoff import RouteState, apply_route_event
 from ..agents.pipeline_gateway import PipelineGateway
 from ..agents.session_state import SessionState, apply_session_event
 from ..agents.supervisor import AgentState, apply_agent_event
+from ..automation.routines import RoutinesState, apply_routines_event
 from ..delegation.messages import LinkState
 from ..delegation.state import apply_link_event
 from ..errors import ReplayError
@@ -101,6 +102,12 @@ STATE_FOLDS: tuple[StateFold, ...] = (
         "agent/", "agent config and subagent tasks", AgentState, _stateless(apply_agent_event)
     ),
     StateFold("link/", "delegation link", LinkState, _stateless(apply_link_event)),
+    StateFold(
+        "routines/",
+        "routines, their timers and runs",
+        RoutinesState,
+        _stateless(apply_routines_event),
+    ),
     StateFold(custom_tools_stream(), "custom tools", CustomToolsState, _custom_tools_fold),
 )
 

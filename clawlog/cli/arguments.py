@@ -31,6 +31,7 @@ _SNAPSHOTS = (
     "usage",
     "mcp",
     "tools",
+    "timers",
     "rebuild",
     "doctor",
     "verify",
@@ -304,6 +305,19 @@ def _add_tools(tools: argparse.ArgumentParser) -> None:
         "--agent", metavar="KEY", help="only the tools this agent gets: the global ones and its own"
     )
     _add_window(tools, rows="tools defined", skip=False)
+
+
+def _add_timers(timers: argparse.ArgumentParser) -> None:
+    timers.add_argument(
+        "--all", action="store_true", help="fired, skipped and cancelled timers too (log order)"
+    )
+    timers.add_argument(
+        "--stream-prefix", metavar="P", help="only timers of owners whose stream starts with P"
+    )
+    timers.add_argument(
+        "--kind", help="only this kind (approval, delegation_deadline, cron, heartbeat, routine)"
+    )
+    _add_window(timers, rows="timers")
 
 
 def _add_mcp(mcp: argparse.ArgumentParser) -> None:
@@ -612,6 +626,14 @@ _COMMANDS: tuple[tuple[str, str, str, Callable[[argparse.ArgumentParser], None] 
         "custom tools the log defines: scope, command template, parameters, env names",
         "Env values are never shown, only their names. --json prints one JSON array.",
         _add_tools,
+    ),
+    (
+        "timers",
+        "durable timers: pending ones due soonest first, with owner and misfire policy",
+        "Approval timeouts, delegation deadlines, cron jobs, heartbeats and routines, read "
+        "from the timers read model; --all adds the ones that fired, were skipped or "
+        "cancelled. --json prints one JSON array.",
+        _add_timers,
     ),
     (
         "rebuild",

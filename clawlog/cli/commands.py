@@ -242,6 +242,20 @@ async def _timeline(store: EventStore, args: argparse.Namespace) -> int:
     return await export_timeline(store, args)
 
 
+async def _timers(store: EventStore, args: argparse.Namespace) -> int:
+    from .timers import timers
+
+    await timers(
+        store,
+        every_state=args.all,
+        stream_prefix=args.stream_prefix,
+        kind=args.kind,
+        as_json=args.json,
+        window=_window(args),
+    )
+    return 0
+
+
 async def _tools(store: EventStore, args: argparse.Namespace) -> int:
     from .tools import tools
 
@@ -261,6 +275,7 @@ _READERS = {
     "usage": _usage,
     "mcp": _mcp,
     "tools": _tools,
+    "timers": _timers,
     "rebuild": _rebuild,
     "replay": _replay,
     "export-otel": _export_otel,

@@ -17,8 +17,10 @@ DOMAIN_MODULES = (
     "delegation",
     "mcp",
     "outbox",
+    "routine",
     "session",
     "team",
+    "timer",
     "tool",
     "workspace",
 )

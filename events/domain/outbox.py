@@ -26,7 +26,19 @@ __all__ = ["EVENTS", "OUTBOX_KINDS", "MessagePosted", "OutboxEvent"]
 #: What caused a message: the reply to ``send``; a handoff target's introduction; the
 #: answer to subagent results, to a delegation's result or to a teammate's report; a
 #: ``message`` tool call. New kinds may be added; readers must accept unknown ones.
-OUTBOX_KINDS = ("reply", "handoff", "subagent", "delegation", "teammate", "message")
+#: ``cron``, ``heartbeat`` and ``routine``: the reply of a turn a routine started
+#: (``events.domain.routine``; a heartbeat that says nothing needs doing posts nothing).
+OUTBOX_KINDS = (
+    "reply",
+    "handoff",
+    "subagent",
+    "delegation",
+    "teammate",
+    "message",
+    "cron",
+    "heartbeat",
+    "routine",
+)
 
 
 class MessagePosted(Event, frozen=True, tag="outbox.message_posted"):

@@ -222,4 +222,5 @@ READERS = [
     ("replay", "--rerun", "lead", "demo-user"),
     ("doctor",),
     ("tools",),
+    ("timers",),
 ]

@@ -68,7 +68,12 @@ async def test_sync_delegation_returns_the_targets_answer(tmp_path: Path) -> Non
         target = await system.store.read_stream(f"session/worker/{info.target_session}")
         assert any(e.type == "session.turn_completed" for e in target)
         link = [e.type for e in await system.store.read_stream("link/boss->worker")]
-        assert link[-2:] == ["delegation.requested", "delegation.completed"]
+        assert link[-4:] == [
+            "delegation.requested",
+            "timer.set",  # its deadline
+            "timer.cancelled",  # the answer came first
+            "delegation.completed",
+        ]
 
 
 async def test_per_link_limit_under_concurrent_delegations(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ FAMILIES: list[tuple[Callable[..., str], tuple[Any, ...], str]] = [
     (streams.mcp_stream, ("github",), "mcp/github"),
     (streams.handoff_stream, ("telegram", "-100123"), "handoff/telegram/-100123"),
     (streams.handoff_stream, ("web chat", "a/b"), "handoff/web~20chat/a~2fb"),
+    (streams.routines_stream, ("main",), "routines/main"),
     (streams.workspace_stream, ("main",), "workspace/main"),
     (streams.exec_stream, ("main", "u1"), "exec/main/u1"),
     (streams.sandbox_stream, ("main/u1",), "sandbox/main/u1"),

@@ -14,7 +14,7 @@ import shutil
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,11 @@ import pytest
 from clawlog.actors import System
 from clawlog.actors.mcp import McpServerConfig, McpServers, mcp_servers
 from clawlog.actors.providers import ModelReply, ModelRequest, calls, reply
-from clawlog.events import RecordedEvent
+
+# Re-exported: the MCP, telemetry and ui tests import these from here.
+from tests.support.waiting import count as count
+from tests.support.waiting import types as types
+from tests.support.waiting import wait_for_events as wait_for_events
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -201,36 +205,6 @@ def child_pids(marker: str) -> list[int]:
         if fields[1] == me and marker in cmdline and fields[0] != "Z":
             found.append(int(entry.name))
     return found
-
-
-async def wait_for_events(
-    system: System,
-    stream: str,
-    done: Callable[[list[RecordedEvent]], bool],
-    timeout: float = 20.0,
-) -> list[RecordedEvent]:
-    """Follow ``stream`` from its start until ``done(events so far)``; fail after ``timeout``."""
-    seen: list[RecordedEvent] = []
-    try:
-        async with asyncio.timeout(timeout):
-            async with system.store.subscribe(1, stream_prefix=stream) as live:
-                async for recorded in live:
-                    if recorded.stream != stream:
-                        continue
-                    seen.append(recorded)
-                    if done(seen):
-                        return seen
-    except TimeoutError:
-        pass
-    raise AssertionError(f"timed out on {stream}; saw {types(seen)}")
-
-
-def types(events: Sequence[RecordedEvent]) -> list[str]:
-    return [e.type for e in events]
-
-
-def count(kind: str, at_least: int = 1) -> Callable[[list[RecordedEvent]], bool]:
-    return lambda events: sum(1 for e in events if e.type == kind) >= at_least
 
 
 def answer_with_tool_output(tool: str, /, **arguments: object) -> Callable[..., ModelReply]:

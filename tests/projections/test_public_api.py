@@ -55,6 +55,7 @@ PERSISTED = {
         ("mcp_health", "mcp_tools", "mcp_grants", "mcp_access_requests"),
     ),
     "ModelUsage": ("usage", 2, ("usage_calls", "usage_sessions")),
+    "Timers": ("timers", 1, ("timers",)),
 }
 
 #: The projection each reader waits on: the same checkpoint keys.
@@ -68,6 +69,7 @@ READS = {
     "StreamCatalogReader": "stream_catalog",
     "SubagentTaskReader": "subagent_tasks",
     "TaskBoardReader": "task_boards",
+    "TimerReader": "timers",
     "ToolAuditReader": "tool_audit",
 }
 

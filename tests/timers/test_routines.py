@@ -1,0 +1,292 @@
+"""Routines an application defines: on a schedule, on events in the log, on a webhook."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import msgspec
+import pytest
+
+from clawlog.actors import InvalidArgument, Rejected, System
+from clawlog.actors.agents import AgentConfig
+from clawlog.actors.automation import Trigger
+from clawlog.actors.providers import ModelRequest, ScriptedModel, reply
+from clawlog.actors.timers import ManualClock
+from clawlog.events import Event, EventMetadata, RecordedEvent
+from clawlog.events.domain.routine import RunStarted
+from clawlog.events.streams import routines_stream
+from tests.actors.conftest import FAST
+from tests.support.waiting import count, wait_for_events
+
+BERLIN = ZoneInfo("Europe/Berlin")
+#: Monday 7 December 2026, 07:59 in Berlin.
+T0 = datetime(2026, 12, 7, 7, 59, tzinfo=BERLIN).timestamp()
+AGENT = "ops"
+STREAM = routines_stream(AGENT)
+
+
+class Deployed(Event, tag="test.deployed"):
+    service: str
+    status: str = "ok"
+
+
+def echo(request: ModelRequest) -> Any:
+    return reply(f"done: {request.messages[-1].content}")
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "routines.db"
+
+
+async def start(db: Path, clock: ManualClock, model: Any = None) -> System:
+    system = await System.open(db, clock=clock, policy=FAST, event_types=[Deployed])
+    await system.register_agent(AgentConfig(key=AGENT), model or ScriptedModel(echo))
+    return system
+
+
+@pytest.fixture
+async def running(db: Path) -> AsyncIterator[tuple[System, ManualClock]]:
+    clock = ManualClock(T0)
+    system = await start(db, clock)
+    try:
+        yield system, clock
+    finally:
+        await system.close()
+
+
+async def outbox(system: System) -> list[Any]:
+    return [m async for m in system.outbox(follow=False)]
+
+
+def of_type(seen: list[RecordedEvent], kind: str) -> list[Any]:
+    return [e.event for e in seen if e.type == kind]
+
+
+async def test_a_cron_routine_runs_at_its_time_in_its_zone_and_sets_the_next(
+    running: tuple[System, ManualClock],
+) -> None:
+    system, clock = running
+    info = await system.routines.define(
+        AGENT,
+        "morning",
+        "Summarize the night.",
+        Trigger.cron("0 8 * * 1-5", tz="Europe/Berlin"),
+        session_key="daily",
+        channel="slack",
+        chat_id="ops-room",
+    )
+    assert info.next_due == datetime(2026, 12, 7, 8, 0, tzinfo=BERLIN).timestamp()
+    clock.advance(60)
+    seen = await wait_for_events(system, STREAM, count("routine.run_ended"))
+    started = of_type(seen, "routine.run_started")[0]
+    assert (started.trigger, started.session_key, started.due_at) == (
+        "schedule",
+        "daily",
+        info.next_due,
+    )
+    assert of_type(seen, "routine.run_ended")[0].outcome == "completed"
+    (message,) = await outbox(system)
+    assert (message.kind, message.channel, message.chat_id, message.turn_id) == (
+        "routine",
+        "slack",
+        "ops-room",
+        started.turn_id,
+    )
+    assert message.text == "done: [routine:morning] Summarize the night."
+    (listed,) = await system.routines.list(AGENT)
+    tuesday = datetime(2026, 12, 8, 8, 0, tzinfo=BERLIN).timestamp()
+    assert (listed.next_due, listed.runs, listed.running) == (tuesday, 1, False)
+
+
+async def test_an_event_routine_runs_once_per_matching_event_also_after_a_restart(
+    db: Path,
+) -> None:
+    clock = ManualClock(T0)
+    system = await start(db, clock)
+    await system.store.append("deploys/web", [Deployed(service="old")], 0)  # before: never
+    await system.routines.define(
+        AGENT,
+        "on-deploy",
+        "A deploy finished; check it.",
+        Trigger.on_event("test.*", fields={"status": "ok"}),
+    )
+    await system.store.append("deploys/web", [Deployed(service="web")], 1)
+    await system.store.append("deploys/web", [Deployed(service="web", status="failed")], 2)
+    seen = await wait_for_events(system, STREAM, count("routine.run_ended"))
+    started = of_type(seen, "routine.run_started")
+    assert len(started) == 1 and '"service":"web"' in started[0].message
+    await system.close()
+    # While the process is down, two more deploys happen.
+    async with System.open(db, event_types=[Deployed]) as offline:
+        await offline.store.append("deploys/api", [Deployed(service="api")], 0)
+        await offline.store.append("deploys/db", [Deployed(service="db")], 0)
+    system = await start(db, clock)
+    seen = await wait_for_events(system, STREAM, count("routine.run_ended", 3))
+    services = [
+        msgspec.json.decode(s.message.split("\n", 3)[-1])["service"]
+        for s in of_type(seen, "routine.run_started")
+    ]
+    assert services == ["web", "api", "db"]
+    await system.close()
+    system = await start(db, clock)  # started again: nothing is run twice
+    (listed,) = await system.routines.list(AGENT)
+    assert listed.runs == 3
+    page = await system.store.read_stream(STREAM)
+    assert sum(e.type == "routine.run_started" for e in page) == 3
+    await system.close()
+
+
+async def test_a_webhook_runs_the_routine_with_its_payload(
+    running: tuple[System, ManualClock],
+) -> None:
+    system, _ = running
+    await system.routines.define(AGENT, "hook", "A webhook came:", Trigger.webhook())
+    body = {"release": "v2", "by": "ci"}
+    turn_id = await system.routines.webhook(AGENT, "hook", body)
+    seen = await wait_for_events(system, STREAM, count("routine.run_ended"))
+    started = of_type(seen, "routine.run_started")[0]
+    encoded = msgspec.json.encode(body)
+    assert started.turn_id == turn_id
+    assert started.webhook_digest == hashlib.sha256(encoded).hexdigest()
+    assert started.message == f"A webhook came:\n\n{encoded.decode()}"
+    with pytest.raises(Rejected, match="not triggered by a webhook"):
+        await system.routines.define(AGENT, "manual-one", "Go.", Trigger.manual())
+        await system.routines.webhook(AGENT, "manual-one", "x")
+
+
+async def test_cooldown_and_busy_skip_a_run_and_say_why(
+    running: tuple[System, ManualClock],
+) -> None:
+    system, clock = running
+    await system.routines.define(AGENT, "tidy", "Tidy up.", Trigger.manual(), cooldown_s=600)
+    await system.routines.run(AGENT, "tidy")
+    await wait_for_events(system, STREAM, count("routine.run_ended"))
+    with pytest.raises(Rejected, match="less than its cooldown ago"):
+        await system.routines.run(AGENT, "tidy")
+    clock.advance(601)
+    await system.routines.run(AGENT, "tidy")
+    seen = await wait_for_events(system, STREAM, count("routine.run_ended", 2))
+    skipped = of_type(seen, "routine.run_skipped")
+    assert [(s.reason, s.trigger) for s in skipped] == [("cooldown", "manual")]
+    runs = await system.routines.runs(AGENT, "tidy")
+    assert [r.outcome for r in runs] == ["completed", "completed"]
+
+
+async def test_a_missed_scheduled_run_fires_once_or_is_skipped_after_downtime(
+    db: Path,
+) -> None:
+    system = await start(db, ManualClock(T0))
+    for name, misfire in (("catch-up", "fire"), ("skipper", "skip")):
+        await system.routines.define(
+            AGENT,
+            name,
+            "Daily report.",
+            Trigger.cron("0 8 * * *", "Europe/Berlin"),
+            misfire=misfire,
+        )
+    await system.close()
+    three_days_later = T0 + 3 * 86400 + 3600  # Thursday 08:59: three 08:00s were missed
+    system = await start(db, ManualClock(three_days_later))
+    seen = await wait_for_events(
+        system,
+        STREAM,
+        lambda s: bool(of_type(s, "routine.run_ended") and of_type(s, "routine.run_skipped")),
+    )
+    started = of_type(seen, "routine.run_started")
+    assert [s.name for s in started] == ["catch-up"]  # once, however many were missed
+    assert of_type(seen, "routine.run_skipped")[0].name == "skipper"
+    friday = datetime(2026, 12, 11, 8, 0, tzinfo=BERLIN).timestamp()
+    assert {r.name: r.next_due for r in await system.routines.list(AGENT)} == {
+        "catch-up": friday,
+        "skipper": friday,
+    }
+    await system.close()
+
+
+async def test_removing_a_routine_cancels_its_timer(running: tuple[System, ManualClock]) -> None:
+    system, clock = running
+    await system.routines.define(AGENT, "gone", "Never.", Trigger.every(3600))
+    assert await system.routines.remove(AGENT, "gone") is True
+    assert await system.routines.remove(AGENT, "gone") is False
+    await system.routines.define(AGENT, "marker", "Soon.", Trigger.every(7200))
+    clock.advance(7200)
+    seen = await wait_for_events(system, STREAM, count("routine.run_ended"))
+    assert [s.name for s in of_type(seen, "routine.run_started")] == ["marker"]
+    cancelled = of_type(seen, "timer.cancelled")
+    assert [c.timer_id for c in cancelled] == ["routine:gone"]
+
+
+async def test_a_run_the_process_lost_before_its_session_had_it_is_sent_once(db: Path) -> None:
+    clock = ManualClock(T0)
+    system = await start(db, clock)
+    await system.routines.define(AGENT, "job", "Do the job.", Trigger.manual())
+    await system.close()
+    # The log as a process leaves it that stopped right after recording a run's start.
+    async with System.open(db) as offline:
+        version = await offline.store.stream_version(STREAM)
+        lost = RunStarted(
+            turn_id="lost-turn-1",
+            name="job",
+            origin="api",
+            trigger="manual",
+            session_key="routines",
+            message="Do the job.",
+            started_at=T0,
+        )
+        await offline.store.append(STREAM, [lost], version, EventMetadata(actor=STREAM))
+    for _ in range(2):
+        system = await start(db, clock)
+        seen = await wait_for_events(system, STREAM, count("routine.run_ended"))
+        (ended,) = of_type(seen, "routine.run_ended")
+        assert (ended.turn_id, ended.outcome) == ("lost-turn-1", "completed")
+        session = await system.store.read_stream(f"session/{AGENT}/routines")
+        assert [e.event.turn_id for e in session if e.type == "session.turn_started"] == [
+            "lost-turn-1"
+        ]
+        await system.close()
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda r: r.define(AGENT, "bad name!", "x", Trigger.manual()), "routine name"),
+        (lambda r: r.define(AGENT, "x", "", Trigger.manual()), "prompt"),
+        (lambda r: r.define(AGENT, "x", "p", "0 8 * * *"), "trigger"),
+        (lambda r: r.define(AGENT, "x", "p", Trigger.manual(), misfire="later"), "misfire"),
+        (lambda r: r.define(AGENT, "x", "p", Trigger.manual(), cooldown_s=-1), "cooldown_s"),
+        (lambda r: r.define(AGENT, "x", "p", Trigger.manual(), session_key="a b"), "session"),
+        (lambda r: r.define("nobody", "x", "p", Trigger.manual()), "nobody"),
+        (lambda r: r.run(AGENT, "missing"), "no routine named 'missing'"),
+    ],
+)
+async def test_bad_routine_calls_are_refused_with_their_reason(
+    running: tuple[System, ManualClock], call: Callable[[Any], Any], match: str
+) -> None:
+    system, _ = running
+    with pytest.raises((InvalidArgument, Rejected, Exception), match=match):
+        await call(system.routines)
+    assert await system.store.stream_version(STREAM) in (0, 1)  # nothing was defined
+
+
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        (lambda: Trigger.cron("61 * * * *"), "not valid"),
+        (lambda: Trigger.cron("0 8 * *"), "5 fields"),
+        (lambda: Trigger.cron("0 8 * * *", tz="Mars/Olympus"), "unknown time zone"),
+        (lambda: Trigger.every(0), "positive"),
+        (lambda: Trigger.at("tomorrow"), "ISO 8601"),
+        (lambda: Trigger.on_event(), "at least one event type"),
+    ],
+)
+def test_a_trigger_that_cannot_run_is_refused_where_it_is_written(
+    build: Callable[[], Any], match: str
+) -> None:
+    with pytest.raises(InvalidArgument, match=match):
+        build()
