@@ -221,6 +221,12 @@ class ArgumentError(ToolError, ValueError):
     """A tool call's arguments do not match the tool's schema; the message names the field.
     Also a :class:`ValueError`, what it was before it joined this hierarchy."""
 
+    def __init__(self, message: str, *, rule: str = "") -> None:
+        super().__init__(message)
+        #: The schema rule that refused them, as a verdict records it
+        #: (``schema: type at #/target``); "" when the validator does not say.
+        self.rule = rule
+
 
 class CommandParseError(ToolError, ValueError):
     """A shell command that cannot be read the way a shell would (an unterminated quote).

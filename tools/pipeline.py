@@ -73,7 +73,13 @@ from .refusal import Refuser
 from .registry import ToolDefinition, ToolRegistry
 from .result import ErrorKind
 from .scrub import Scrubber
-from .verdict import PolicyDigests, allowed_verdict, call_facts
+from .verdict import (
+    NOT_AN_OBJECT_RULE,
+    UNKNOWN_TOOL_RULE,
+    PolicyDigests,
+    allowed_verdict,
+    call_facts,
+)
 
 __all__ = ["ToolPipeline"]
 
@@ -145,16 +151,22 @@ class ToolPipeline:
         sent = plain(parsed) if parsed is not None else None
         tool = self.registry.get(name)
         valid: dict[str, Any] | None = None
+        schema_rule = ""
         if tool is not None and parsed is not None:
             try:
                 valid = self.registry.validator(name)(parsed)
             except ArgumentError as exc:
                 problem = self.scrubber.scrub(str(exc))
+                schema_rule = self.scrubber.scrub(exc.rule) if exc.rule else "schema"
         requested = self._requested(ctx, call_id, name, args, sent, tool, valid)
         refuse = Refuser(ctx, call_id, name, requested, self.policy_digest(ctx.agent))
         if tool is None:
             return refuse(
-                "resolve", ErrorKind.NOT_AUTHORIZED, "unknown tool", self._unknown_tool(name, ctx)
+                "resolve",
+                ErrorKind.NOT_AUTHORIZED,
+                "unknown tool",
+                self._unknown_tool(name, ctx),
+                rule=UNKNOWN_TOOL_RULE,
             )
         policy = self.policy.decide(name, ctx, group=tool.group, owner_only=tool.owner_only)
         if not policy.allowed:
@@ -173,6 +185,7 @@ class ToolPipeline:
                 problem,
                 f"Invalid arguments for {name}: {problem}. Send the arguments as one JSON "
                 "object matching the tool's parameters.",
+                rule=NOT_AN_OBJECT_RULE,
             )
         if valid is None:
             return refuse(
@@ -180,6 +193,7 @@ class ToolPipeline:
                 ErrorKind.INVALID_PARAMETERS,
                 problem,
                 f"Invalid arguments for {name}: {problem}. Fix the arguments and call again.",
+                rule=schema_rule,
             )
         limit = self.rate_limiter.check(ctx.session_id, ctx.user, name)
         if not limit.allowed:

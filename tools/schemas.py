@@ -51,7 +51,7 @@ def compile_validator(schema: Mapping[str, Any], tool: str = "") -> Validator:
         try:
             result = compiled(args)
         except fastjsonschema.JsonSchemaValueException as exc:
-            raise ArgumentError(_describe_fast(exc)) from None
+            raise ArgumentError(_describe_fast(exc), rule=_schema_rule(exc)) from None
         return result if isinstance(result, dict) else args
 
     return validate
@@ -62,6 +62,13 @@ def _refuse_remote(uri: str) -> Any:
 
 
 _NO_REMOTE = dict.fromkeys(("http", "https", "file", "ftp", "data", ""), _refuse_remote)
+
+
+def _schema_rule(exc: fastjsonschema.JsonSchemaValueException) -> str:
+    """The failed keyword and where in the arguments, as a JSON pointer in its URI
+    fragment form: ``schema: type at #/target``, ``schema: required at #``."""
+    parts = [str(p).replace("~", "~0").replace("/", "~1") for p in (exc.path or [])][1:]
+    return f"schema: {exc.rule or 'invalid'} at #{''.join('/' + p for p in parts)}"
 
 
 def _describe_fast(exc: fastjsonschema.JsonSchemaValueException) -> str:

@@ -1,7 +1,8 @@
 """The verdict every decided call records (issue 20): the deciding step, its rule, and the
 digest of the effective policy that decided, plus the facts the steps read.
 
-A refused call's ``tool.call_refused`` carries its step, rule and ``policy_digest``; an
+A refused call's ``tool.call_refused`` carries its step, rule (for every step: ``unknown
+tool`` at resolve, ``schema: type at #/target`` at validation) and ``policy_digest``; an
 allowed call's ``tool.call_started`` carries the step that let it run (``policy`` when no
 approval was needed, ``approval`` for an allowlist entry, a safe bin, ask=off or a
 person's answer, with ``approved_by``), its rule and the digest. Both go in the same
@@ -25,12 +26,24 @@ from .context import ToolContext
 from .policy import PolicyDecision, PolicyEngine, policy_digest
 from .scrub import Scrubber
 
-__all__ = ["PolicyDigests", "allowed_verdict", "call_facts", "policy_rule"]
+__all__ = [
+    "NOT_AN_OBJECT_RULE",
+    "UNKNOWN_TOOL_RULE",
+    "PolicyDigests",
+    "allowed_verdict",
+    "call_facts",
+    "policy_rule",
+]
 
 _log = get_logger(__name__)
 
 #: The rule an allowed call records when no policy step removed or added its tool.
 NOTHING_REMOVED = "no policy step removed it"
+#: The rules of the refusals before the policy step and at validation: the tool is not in
+#: the registry; the arguments are not one JSON object. A schema refusal names the
+#: failed keyword and where (``schema: type at #/target``: :class:`ArgumentError`).
+UNKNOWN_TOOL_RULE = "unknown tool"
+NOT_AN_OBJECT_RULE = "arguments: not a JSON object"
 
 
 class PolicyDigests:

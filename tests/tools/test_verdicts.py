@@ -7,6 +7,7 @@ import asyncio
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,7 @@ from clawlog.events import open_store
 from clawlog.events.domain.tool import ToolCallRefused, ToolCallStarted
 from clawlog.tools import (
     ApprovalConfig,
+    FunctionTool,
     PolicyConfig,
     ProviderToolPolicy,
     ToolContext,
@@ -73,11 +75,59 @@ async def test_every_decided_call_of_a_system_run_records_its_verdict(recorded_l
         "s-rm": ("ToolCallRefused", "approval", "deny pattern 'rm -rf'", None),
         "s-ok": ("ToolCallStarted", "approval", "allow-once by ops", "ops"),
         "s-no": ("ToolCallRefused", "approval", "denied by ops", None),
-        "s-bad": ("ToolCallRefused", "validation", "", None),
-        "s-none": ("ToolCallRefused", "resolve", "", None),
+        "s-bad": ("ToolCallRefused", "validation", "schema: type at #/target", None),
+        "s-none": ("ToolCallRefused", "resolve", "unknown tool", None),
     }
     tool_types = {e.type for e in events if e.type.startswith("tool.")}
     assert tool_types <= CALL_EVENT_TYPES  # the verdict rides on events the call had
+
+
+async def _noop(ctx: ToolContext, args: dict[str, Any]) -> str:
+    return "done"
+
+
+FORM = FunctionTool(
+    "form",
+    _noop,
+    parameters={
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "integer"}},
+            "a/b": {"type": "object", "properties": {"x~y": {"enum": [1]}}},
+        },
+        "required": ["name"],
+        "additionalProperties": False,
+    },
+)
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "step", "rule"),
+    [
+        ("nosuch", {}, "resolve", "unknown tool"),
+        ("form", "not json", "validation", "arguments: not a JSON object"),
+        ("form", "[1, 2]", "validation", "arguments: not a JSON object"),
+        ("form", {}, "validation", "schema: required at #"),
+        ("form", {"name": 7}, "validation", "schema: type at #/name"),
+        ("form", {"name": "n", "tags": [1, "x"]}, "validation", "schema: type at #/tags/1"),
+        ("form", {"name": "n", "a/b": {"x~y": 2}}, "validation", "schema: enum at #/a~1b/x~0y"),
+        ("form", {"name": "n", "other": 1}, "validation", "schema: additionalProperties at #"),
+    ],
+)
+async def test_a_refusal_before_the_policy_or_at_validation_names_its_rule(
+    tool: str, arguments: dict[str, Any] | str, step: str, rule: str
+) -> None:
+    """Resolve and validation refusals record a rule as every other step does: the
+    unknown tool, the arguments that are no JSON object, the schema keyword that failed
+    and where (a JSON pointer into the arguments, in its URI fragment form)."""
+    pipeline = ToolPipeline(ToolRegistry([FORM]))
+    sink = RecordingSink()
+    ctx = ToolContext(agent="main", session_key="s")
+    await run_tool_call(pipeline, ctx, tool, arguments, sink, call_id="c1")
+    [refused] = [e for e in sink.events if isinstance(e, ToolCallRefused)]
+    assert (refused.step, refused.rule) == (step, rule)
+    assert refused.policy_digest == pipeline.policy_digest("main")
 
 
 async def test_the_recorded_digest_is_the_agents_effective_policy(recorded_log: Path) -> None:
