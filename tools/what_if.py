@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any, Literal
 
 import msgspec
@@ -505,7 +505,7 @@ class PolicyWhatIf:
         return found
 
 
-async def _read_ahead(pages: LogPages) -> AsyncIterator[list[RecordedEvent]]:
+async def _read_ahead(pages: LogPages) -> AsyncGenerator[list[RecordedEvent], None]:
     """The pages, the next one read (by the store's thread) while the caller decides the
     calls of the current one. An error reading a page is raised when the caller reaches
     it, after every page before it."""
