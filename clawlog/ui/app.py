@@ -38,7 +38,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .config import ConsoleConfig, is_loopback
 from .console import Console, open_console
+from .live import routes as live_routes
 from .pages import routes as page_routes
+from .timeline_pages import routes as timeline_routes
 
 __all__ = ["COOKIE", "Guard", "console_of", "create_app"]
 
@@ -70,7 +72,6 @@ def console_of(request: Request) -> Console:
 def create_app(config: ConsoleConfig, *, console: Console | None = None) -> Starlette:
     """The console over ``config.db``; with ``console``, over that open one (its owner
     closes it), else one opened at startup and closed at shutdown."""
-    timeline_routes = _timeline_routes()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -84,23 +85,13 @@ def create_app(config: ConsoleConfig, *, console: Console | None = None) -> Star
 
     routes: list[BaseRoute] = [
         *page_routes,
+        *live_routes,
         *timeline_routes,
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     app.add_middleware(Guard, token=config.token)
     return app
-
-
-def _timeline_routes() -> list[BaseRoute]:
-    """The timeline's pages and live stream (``timeline_pages.py``, built alongside)."""
-    try:
-        from .timeline_pages import routes
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__package__}.timeline_pages":
-            raise
-        return []
-    return list(routes)
 
 
 class Guard:

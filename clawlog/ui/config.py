@@ -21,7 +21,8 @@ class ConsoleConfig:
     """``db``: an SQLite file or a ``postgresql://`` URL (opened read-only).
     ``host``/``port``: where ``clawlog ui`` binds (port 0: any free port).
     ``token``: when set, every request must carry it (``?token=`` once, then a cookie, or
-    ``Authorization: Bearer``); required for a non-loopback ``host``.
+    ``Authorization: Bearer``); required for a non-loopback ``host`` (``clawlog ui``
+    generates one when none is given).
     ``views``: the read-models file (default: the one the CLI readers share)."""
 
     db: str
@@ -43,7 +44,8 @@ class ConsoleConfig:
         if not is_loopback(self.host) and self.token is None:
             raise UnsafeBind(
                 f"refusing to serve the log on {self.host!r} without a token: anyone who "
-                "can reach it could read every event. Pass --token T (or bind 127.0.0.1)"
+                "can reach it could read every event. Give it a token (secrets."
+                "token_urlsafe(); `clawlog ui` generates one), or bind 127.0.0.1"
             )
 
 

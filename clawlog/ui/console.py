@@ -50,10 +50,12 @@ class Console:
         self.runner = runner
         self.models = models
 
-    async def fresh(self, timeout: float = FRESH_WAIT) -> bool:
-        """Wait until the read models hold the log as of now; False if they are still
-        behind after ``timeout`` seconds (the page then says so)."""
-        head = await self.store.head_position()
+    async def fresh(self, head: int | None = None, timeout: float = FRESH_WAIT) -> bool:
+        """Wait until the read models hold the log up to ``head`` (default: the head as
+        of now); False if they are still behind after ``timeout`` seconds (the page then
+        says so)."""
+        if head is None:
+            head = await self.store.head_position()
         try:
             await self.models.wait_until(head, timeout)
         except NotCaughtUp:

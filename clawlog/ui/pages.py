@@ -42,10 +42,13 @@ _OVERVIEW_ROWS = 12
 
 
 async def _open(request: Request) -> tuple[Console, dict[str, Any]]:
-    """The console, caught up with the log as of now, and the context every page shares."""
+    """The console, caught up with the log as of now, and the context every page shares:
+    ``live_after``, the head the page shows the log up to (its live stream starts after
+    it, so nothing appended meanwhile is missed)."""
     console: Console = request.app.state.console
-    caught_up = await console.fresh()
-    return console, {"behind": not caught_up, "failures": console.failures()}
+    head = await console.store.head_position()
+    caught_up = await console.fresh(head)
+    return console, {"behind": not caught_up, "failures": console.failures(), "live_after": head}
 
 
 def _after(request: Request) -> int:
@@ -68,13 +71,12 @@ async def overview(request: Request) -> HTMLResponse:
     servers = await McpHealthReader(console.models).servers(limit=_OVERVIEW_ROWS)
     activity = await catalog.recent(limit=_OVERVIEW_ROWS)
     refusals = await ToolAuditReader(console.models).calls(refused=True, limit=_OVERVIEW_ROWS)
-    head = await console.store.head_position()
     return render(
         request,
         "overview.html",
         page="overview",
         title="Overview",
-        head=head,
+        head=shared["live_after"],
         kinds=kinds,
         agents=agents,
         sessions=sessions,
@@ -161,6 +163,7 @@ async def rerun_form(request: Request) -> HTMLResponse:
         error = f"cannot re-run {agent}/{key}: {exc}"
     stream = session_stream(agent, key)
     entries = await SessionHistoryReader(console.models).page(stream, limit=PAGE)
+    shared["live_after"] = None  # a report answers a POST: there is no page to fetch again
     return render(
         request,
         "session.html",
@@ -321,7 +324,13 @@ async def audit(request: Request) -> HTMLResponse:
 
 def _missing(request: Request, shared: dict[str, Any], message: str) -> HTMLResponse:
     return render(
-        request, "missing.html", 404, page="missing", title="Not found", message=message, **shared
+        request,
+        "missing.html",
+        404,
+        page="missing",
+        title="Not found",
+        message=message,
+        **{**shared, "live_after": None},
     )
 
 

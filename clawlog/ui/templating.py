@@ -62,9 +62,11 @@ _ENV = environment()
 
 
 def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-    """``template`` rendered with ``context`` (plus ``request`` and the console's
-    ``behind`` note, when the page's read models had not caught up)."""
+    """``template`` rendered with ``context`` (plus ``request``, the console's ``behind``
+    note when the page's read models had not caught up, and ``live_after``: the head the
+    page shows, after which ``live.js`` follows the log; None for a page that does not)."""
     page = _ENV.get_template(template)
     context.setdefault("behind", False)
     context.setdefault("failures", [])
+    context.setdefault("live_after", None)  # a page that follows the log sets its head
     return HTMLResponse(page.render(request=request, **context), status_code=status_code)

@@ -556,6 +556,9 @@ def _handoff(recorded: RecordedEvent, fields: dict[str, Any]) -> _Made:
     lane = f"session/{source}/{key}" if source and key else recorded.stream
     label = f"handoff → {target}"
     detail = _short(fields.get("reason", ""), 120)
+    # The conversation goes on in the target's session of the same key (System.send
+    # routes the chat there); a route recorded without a key points at the agent.
+    to_lane = f"session/{target}/{key}" if target and key else f"agent/{target}"
     return (
         f"event:{recorded.position}",
         "handoff",
@@ -563,7 +566,7 @@ def _handoff(recorded: RecordedEvent, fields: dict[str, Any]) -> _Made:
         label,
         "completed",
         detail,
-        f"agent/{target}",
+        to_lane,
     )
 
 

@@ -3,7 +3,9 @@
 Against the demo's log and the multi-agent scenario's (``conftest.py``): each page loads
 without a console error, shows what the read models hold, and is saved as a screenshot;
 the audit's filters narrow the table; the session page's re-run form shows the
-divergence report; the overview follows the log as it grows.
+divergence report; every page follows the log as it grows, a new event on it within a
+second of its append (measured from the writer's durable append to the element's
+insertion in the page).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import re
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -19,12 +22,22 @@ import pytest
 
 from clawlog.events import ANY, open_store
 from clawlog.events.backends.sqlite import SqliteBackend
-from clawlog.events.domain.actor import ActorStarted
 from clawlog.events.domain.tool import ToolCallRequested
 from clawlog.ui import ConsoleConfig, create_app
 from clawlog.ui.pages import PAGE
 
-from .conftest import ROOT, Browsing, RunningConsole, run_async, screenshot, start_console
+from .conftest import (
+    HOSTILE,
+    RERUN_TIMEOUT_S,
+    ROOT,
+    Browsing,
+    LogWriter,
+    RunningConsole,
+    arrives_in_time,
+    run_async,
+    screenshot,
+    start_console,
+)
 
 #: (path, data-page) of the demo's pages, and a text each must show.
 DEMO_PAGES = [
@@ -107,11 +120,11 @@ def test_the_rerun_form_shows_where_denying_a_tool_diverges(
     page = browse.page
     browse.goto(demo_console.at("/sessions/lead/demo-user"))
     page.locator('form[data-form="rerun"] button').click()
-    page.wait_for_selector("[data-rerun]")
+    page.wait_for_selector("[data-rerun]", timeout=RERUN_TIMEOUT_S * 1000)
     assert page.locator("[data-rerun]").get_attribute("data-rerun") == "matched"
     page.locator('form[data-form="rerun"] input[name="deny"]').fill("handoff")
     page.locator('form[data-form="rerun"] button').click()
-    page.wait_for_selector('[data-rerun="diverged"]')
+    page.wait_for_selector('[data-rerun="diverged"]', timeout=RERUN_TIMEOUT_S * 1000)
     report = page.locator('table[data-table="divergence"]').inner_text()
     assert "refusal" in report and "handoff" in report
     assert page.locator('input[name="deny"]').input_value() == "handoff"  # kept for the next
@@ -195,29 +208,129 @@ def test_the_scenario_pages_show_delegations_lineage_and_mcp_health(
     _shows_no_errors(browse)
 
 
-def test_the_overview_follows_the_log_as_it_grows(
-    tmp_path: Path, demo_log: Path, browse: Browsing
-) -> None:
+# -- live: pages follow the log -------------------------------------------------------------
+@pytest.fixture
+def growing_demo(tmp_path: Path, demo_log: Path) -> Iterator[tuple[RunningConsole, LogWriter]]:
+    """A console over a copy of the demo's log, and another process writing to it."""
     log = tmp_path / "growing.db"
     log.write_bytes(demo_log.read_bytes())
-    with start_console(log) as console:
-        browse.goto(console.at("/"))
-        page = browse.page
-        page.wait_for_selector("#live-status.on")  # the live stream is open
-        before = page.locator('table[data-table="agents"] tbody tr').count()
-        run_async(lambda: _append_an_agent(log, "newcomer"))
-        # A new agent's row appears without a reload (the page's own fetch).
-        page.wait_for_selector('table[data-table="agents"] td:text-is("newcomer")', timeout=10_000)
-        assert page.locator('table[data-table="agents"] tbody tr').count() == before + 1
-        _shows_no_errors(browse)
+    with LogWriter(log) as writer, start_console(log) as console:
+        yield console, writer
 
 
-async def _append_an_agent(log: Path, key: str) -> None:
-    store = await open_store(SqliteBackend(log))
-    try:
-        await store.append(f"agent/{key}", [ActorStarted(path=f"agent/{key}", kind="agent")], ANY)
-    finally:
-        await store.close()
+def _open_live(browse: Browsing, url: str) -> None:
+    browse.goto(url)
+    browse.page.wait_for_selector("#live-status.on")  # the live stream is open
+    browse.page.evaluate("window.__sameDocument = true")
+
+
+def _not_reloaded(browse: Browsing) -> None:
+    assert browse.page.evaluate("window.__sameDocument") is True
+
+
+def test_the_overview_follows_the_log_within_a_second(
+    growing_demo: tuple[RunningConsole, LogWriter], browse: Browsing
+) -> None:
+    console, writer = growing_demo
+    _open_live(browse, console.at("/"))
+    agents = browse.page.locator('table[data-table="agents"] tbody tr')
+    before = agents.count()
+    waits = []
+    for key in ("newcomer", "latecomer"):  # the second right after: no throttle in the way
+        watched = browse.watch('table[data-table="agents"] td', key)
+        waits.append(arrives_in_time(browse, watched, writer.append("agent", key)))
+    assert agents.count() == before + 2
+    _not_reloaded(browse)
+    _shows_no_errors(browse)
+    print(f"overview: shown after {', '.join(f'{w:.3f}' for w in waits)} s")
+
+
+def test_the_session_page_follows_its_conversation_and_keeps_the_form(
+    growing_demo: tuple[RunningConsole, LogWriter], browse: Browsing
+) -> None:
+    console, writer = growing_demo
+    _open_live(browse, console.at("/sessions/lead/demo-user"))
+    page = browse.page
+    page.locator('form[data-form="rerun"] input[name="deny"]').fill("web_fetch")
+    entries = page.locator(".conversation .entry")
+    before = entries.count()
+    name = f"late-call {HOSTILE}"  # shown by the live update too: as text, never markup
+    watched = browse.watch('.conversation .entry[data-kind="tool_refused"]', "late-call")
+    waited = arrives_in_time(
+        browse, watched, writer.append("call", name, "session/lead/demo-user", "lead")
+    )
+    assert entries.count() == before + 1
+    last = page.locator('.conversation .entry[data-kind="tool_refused"]').last
+    assert last.locator("code").evaluate("e => e.textContent") == f"policy: denied {name}"
+    assert last.locator("code").evaluate("e => e.childElementCount") == 0
+    assert page.evaluate("document.querySelectorAll('img').length") == 0
+    assert page.evaluate("window.__pwned") is None
+    # What the operator typed in the re-run form is still there: forms are not swapped.
+    assert page.locator('input[name="deny"]').input_value() == "web_fetch"
+    _not_reloaded(browse)
+    screenshot(page, "demo-session-live")
+    _shows_no_errors(browse)
+    print(f"session: shown after {waited:.3f} s")
+
+
+def test_the_audit_follows_the_log_within_a_second(
+    growing_demo: tuple[RunningConsole, LogWriter], browse: Browsing
+) -> None:
+    console, writer = growing_demo
+    _open_live(browse, console.at("/audit?refused=1"))
+    page = browse.page
+    rows = page.locator('table[data-table="audit"] tbody tr')
+    assert rows.count() == 1  # the demo's refused exec
+    waits = []
+    for call in ("audit-1", "audit-2"):
+        watched = browse.watch('table[data-table="audit"] tbody tr', f"denied {call}")
+        appended = writer.append("call", call, "session/lead/demo-user", "lead")
+        waits.append(arrives_in_time(browse, watched, appended))
+        row = rows.filter(has_text=f"denied {call}")
+        assert "refused at policy" in row.inner_text()  # the page's filter still applies
+        assert row.get_attribute("data-position") == str(appended.position - 1)  # requested
+    assert rows.count() == 3
+    assert page.locator('input[name="refused"]').is_checked()
+    _not_reloaded(browse)
+    screenshot(page, "demo-audit-live")
+    _shows_no_errors(browse)
+    print(f"audit: shown after {', '.join(f'{w:.3f}' for w in waits)} s")
+
+
+@pytest.mark.parametrize(
+    ("path", "table"),
+    [
+        ("/sessions", "sessions"),
+        ("/boards", "teams"),
+        ("/routes", "routes"),
+        ("/delegations", "delegations"),
+        ("/mcp", "mcp-servers"),
+    ],
+)
+def test_every_listing_follows_the_log(
+    growing_demo: tuple[RunningConsole, LogWriter], browse: Browsing, path: str, table: str
+) -> None:
+    """The other listings carry the same live script and regions: a new event makes the
+    page fetch itself again (here, the sessions listing gains a row; the others show the
+    same rows, fetched again without a reload)."""
+    console, writer = growing_demo
+    _open_live(browse, console.at(path))
+    page = browse.page
+    assert page.locator(f'table[data-table="{table}"][data-live]').count() == 1
+    page.evaluate(
+        "t => { document.querySelector(`table[data-table=\"${t}\"]`).dataset.old = 'yes'; }",
+        table,
+    )
+    fresh = f'table[data-table="{table}"]:not([data-old])'  # the page's region, swapped
+    watched = browse.watch(fresh)
+    waited = arrives_in_time(
+        browse, watched, writer.append("start", "", "session/fresh/u9", "fresh")
+    )
+    if path == "/sessions":
+        assert "u9" in page.locator(fresh).inner_text()
+    _not_reloaded(browse)
+    _shows_no_errors(browse)
+    print(f"{path}: swapped after {waited:.3f} s")
 
 
 def test_clawlog_ui_help_names_the_safety_rules() -> None:

@@ -3,12 +3,13 @@ in Chromium from disk with every request recorded (there must be none but the fi
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import ROOT, Browsing, screenshot
+from .conftest import HOSTILE, ROOT, Browsing, screenshot
 
 
 def export(log: Path, target: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -105,8 +106,13 @@ def test_payloads_with_script_stay_text_in_the_export(
     page.goto(target.as_uri(), wait_until="load")
     shout = page.locator('.item[data-kind="tool"]', has_text="shout").first
     shout.click()
-    expect(page.locator("#event-panel-json")).to_contain_text("<script>window.__pwned")
-    assert page.evaluate("window.__pwned") is None
+    panel = page.locator("#event-panel-json")
+    expect(panel).to_contain_text("<script>window.__pwned")
+    assert page.evaluate("window.__pwned") is None  # the file's CSP would stop it; so:
+    assert json.dumps(HOSTILE) in panel.evaluate("e => e.textContent")  # every character
+    assert panel.evaluate("e => e.childElementCount") == 0  # and no element made of it
+    assert page.evaluate("document.querySelectorAll('img').length") == 0
+    assert page.evaluate("document.scripts.length") == 2  # the data and the inlined script
     assert browse.errors == []
 
 

@@ -3,8 +3,11 @@
  * live ones from server-sent events, and shows a clicked item's events.
  *
  * The x axis is the log's order: one slot per loaded event position (a filtered view
- * stays dense). Every text goes into the page with textContent: a payload holding a
- * script tag stays text. */
+ * stays dense). A box spans its events; its label sits inside or right of it (layout),
+ * so no zoom cuts labels to stubs. A lane an arrow points at sits under the arrow's
+ * lane (laneOrder) and the arrow leaves its box where no item is in its way (arrowX).
+ * Every text goes into the page with textContent: a payload holding a script tag stays
+ * text. */
 (function () {
   "use strict";
 
@@ -17,7 +20,13 @@
   var MIN_SCALE = 2;
   var MAX_SCALE = 120;
   var EDGE = 60;
-  var LABELLED = 80;  // px at least for an item whose label matters (a tool call, a turn)
+  var MIN_BOX = 8;      // px: the narrowest box, whatever the zoom
+  var LABEL_MAX = 240;  // px: a longer label ends in an ellipsis (the title has it all)
+  var LABEL_PAD = 14;   // px around a label inside its box (borders 5, padding 8)
+  var LABEL_GAP = 3;    // px between a box and the label right of it
+  var FIT_TAIL = 160;   // px kept right of the last event when fitted (its label)
+  var LABEL_MIN = 40;   // px: a minor item's label shown cut short, not narrower
+  var ITEM_FONT_SIZE = "11px";
   var SVG = "http://www.w3.org/2000/svg";
 
   var mode = root.dataset.mode || "live";
@@ -114,7 +123,50 @@
     return lines.join("\n");
   }
 
-  /* Items of each lane on tracks: turns on the top tracks, the rest packed below. */
+  /* Label widths, measured once per text in the items' own font. */
+  var measure = document.createElement("canvas").getContext("2d");
+  var widths = new Map();
+  function textWidth(text, bold) {
+    var key = (bold ? "b" : "n") + text;
+    if (!widths.has(key)) {
+      var probe = window.getComputedStyle(lanesElement);
+      measure.font = (bold ? "600 " : "400 ") + ITEM_FONT_SIZE + " " + probe.fontFamily;
+      widths.set(key, Math.ceil(measure.measureText(text).width));
+    }
+    return widths.get(key);
+  }
+
+  /* Whether an item's label may be hidden when its lane is crowded (a plain event, an
+   * MCP state change, a model request: the box stays, its title says what it is). */
+  function minor(item) {
+    return item.kind === "event" || item.kind === "mcp" || item.kind === "model";
+  }
+
+  function fits(track, start, end) {
+    return track.every(function (taken) { return end <= taken[0] || start >= taken[1]; });
+  }
+
+  /* The first track where [start, end) is free, or -1. */
+  function freeTrack(tracks, start, end) {
+    for (var t = 0; t < tracks.length; t += 1) {
+      if (fits(tracks[t], start, end)) { return t; }
+    }
+    return -1;
+  }
+
+  /* The room right of `from` on a track before the next thing on it. */
+  function roomAfter(track, from) {
+    var next = Infinity;
+    track.forEach(function (taken) { if (taken[0] >= from) { next = Math.min(next, taken[0]); } });
+    return next - from;
+  }
+
+  /* Items of each lane on tracks: turns on the top tracks, the rest packed below. A box
+   * spans its events; its label sits inside when it fits, else just right of the box.
+   * Items whose label matters (turns, tool calls, approvals, delegations, subagents,
+   * handoffs) keep the room their label needs; minor ones (plain events, MCP changes,
+   * model requests) are packed by their box, then labelled where the room is left, else
+   * shown as a bare box. Every label is also the box's title (a tooltip). */
   function layout() {
     var byLane = new Map();
     state.items.forEach(function (item) {
@@ -122,31 +174,85 @@
       byLane.get(item.lane).push(item);
     });
     var placed = new Map();
+    var right = 0;
     byLane.forEach(function (items, lane) {
       items.sort(function (a, b) { return a.first - b.first; });
       var turnTracks = [], otherTracks = [];
       var spots = [];
-      items.forEach(function (item) {
+      function place(item, labelled) {
         var left = rank(item.first) * state.scale;
-        var least = item.kind === "event" || item.kind === "mcp" || item.kind === "model" ? 6 : LABELLED;
-        var width = Math.max(least, (rank(item.last) - rank(item.first) + 1) * state.scale - 2);
+        var box = Math.max(MIN_BOX, (rank(item.last) - rank(item.first) + 1) * state.scale - 2);
+        var label = Math.min(LABEL_MAX, textWidth(labelOf(item), item.outcome === "refused") + LABEL_PAD);
+        var inside = box >= label;
+        var extent = inside || !labelled ? box : box + LABEL_GAP + label;
         var tracks = item.kind === "turn" ? turnTracks : otherTracks;
-        var track = 0;
-        while (track < tracks.length && tracks[track] > left) { track += 1; }
-        tracks[track] = left + width + 2;
-        spots.push({ item: item, left: left, width: width, track: track, turn: item.kind === "turn" });
+        var track = freeTrack(tracks, left, left + extent + 2);
+        if (track < 0) { track = tracks.length; tracks.push([]); }
+        tracks[track].push([left, left + extent + 2]);
+        right = Math.max(right, left + extent);
+        var spot = {
+          item: item, left: left, width: box, track: track, turn: item.kind === "turn",
+          label: label, tracks: tracks, outside: labelled && !inside, bare: !labelled && !inside
+        };
+        spots.push(spot);
+        return spot;
+      }
+      items.filter(function (i) { return !minor(i); }).forEach(function (i) { place(i, true); });
+      var crowded = items.filter(minor).map(function (i) { return place(i, false); });
+      crowded.forEach(function (spot) {  // a label where the lane has room for it
+        if (!spot.bare) { return; }
+        var track = spot.tracks[spot.track];
+        var from = spot.left + spot.width + 2;
+        var room = Math.min(spot.label, roomAfter(track, from) - LABEL_GAP - 2);
+        if (room < LABEL_MIN) {  // no room beside it: inside, cut short, if the box is wide
+          spot.bare = spot.width < LABEL_MIN;
+          return;
+        }
+        spot.bare = false;
+        spot.outside = true;
+        spot.labelWidth = room;
+        track.push([from, from + LABEL_GAP + room + 2]);
+        right = Math.max(right, from + LABEL_GAP + room);
       });
       spots.forEach(function (spot) {
         if (!spot.turn) { spot.track += turnTracks.length; }
       });
       placed.set(lane, { spots: spots, rows: Math.max(1, turnTracks.length + otherTracks.length) });
     });
-    return placed;
+    return { lanes: placed, right: right };
+  }
+
+  /* Lanes in the order they came, except that a lane an arrow points at (a subagent, a
+   * delegate's session, the session a handoff continued in) comes right under the lane
+   * the arrow starts from: arrows stay short and do not cross unrelated lanes. */
+  function laneOrder() {
+    var parentOf = new Map(), children = new Map();
+    var arrows = [];
+    state.items.forEach(function (item) {
+      if (item.to_lane && item.to_lane !== item.lane && state.lanes.has(item.to_lane)) { arrows.push(item); }
+    });
+    arrows.sort(function (a, b) { return a.first - b.first; });
+    arrows.forEach(function (item) {
+      if (parentOf.has(item.to_lane)) { return; }
+      parentOf.set(item.to_lane, item.lane);
+      if (!children.has(item.lane)) { children.set(item.lane, []); }
+      children.get(item.lane).push(item.to_lane);
+    });
+    var order = [], seen = new Set();
+    function visit(name) {
+      if (seen.has(name)) { return; }
+      seen.add(name);
+      order.push(name);
+      (children.get(name) || []).forEach(visit);
+    }
+    state.lanes.forEach(function (lane, name) { if (!parentOf.has(name)) { visit(name); } });
+    state.lanes.forEach(function (lane, name) { visit(name); });  // lanes on a cycle of arrows
+    return order;
   }
 
   function render() {
     var placed = layout();
-    var width = state.positions.length * state.scale + 40;
+    var width = Math.max(state.positions.length * state.scale + 40, placed.right + 20);
     lanesElement.textContent = "";
     axisElement.textContent = "";
     arrowsElement.textContent = "";
@@ -158,8 +264,9 @@
     }
     var laneTops = new Map();
     var elements = new Map();
-    state.lanes.forEach(function (lane, name) {
-      var spot = placed.get(name);
+    laneOrder().forEach(function (name) {
+      var lane = state.lanes.get(name);
+      var spot = placed.lanes.get(name);
       var rows = spot ? spot.rows : 1;
       var row = document.createElement("div");
       row.className = "lane";
@@ -180,7 +287,8 @@
       (spot ? spot.spots : []).forEach(function (s) {
         var item = s.item;
         var box = document.createElement("div");
-        box.className = "item kind-" + item.kind + (item.outcome ? " outcome-" + item.outcome : "");
+        box.className = "item kind-" + item.kind + (item.outcome ? " outcome-" + item.outcome : "") +
+          (s.outside ? " label-out" : "") + (s.bare ? " bare" : "");
         if (state.selected === item.key) { box.classList.add("selected"); }
         box.dataset.key = item.key;
         box.dataset.kind = item.kind;
@@ -190,7 +298,11 @@
         box.style.left = s.left + "px";
         box.style.top = (2 + s.track * ROW_HEIGHT) + "px";
         box.style.width = s.width + "px";
-        box.textContent = labelOf(item);
+        var text = document.createElement("span");
+        text.className = "item-label";
+        text.textContent = labelOf(item);
+        if (s.labelWidth) { text.style.maxWidth = s.labelWidth + "px"; }
+        box.appendChild(text);
         box.title = titleOf(item);
         box.tabIndex = 0;
         track.appendChild(box);
@@ -224,15 +336,55 @@
     }
   }
 
+  /* The x range a placed item covers on its track: its box and a label right of it. */
+  function covers(spot, x) {
+    var end = spot.left + spot.width + (spot.outside ? LABEL_GAP + (spot.labelWidth || spot.label) : 0);
+    return x >= spot.left - 1 && x <= end + 1;
+  }
+
+  /* Where an arrow leaves its item: a point of the box whose way down (or up) to the
+   * target lane meets no other item, in its own lane below (above) it or in a lane it
+   * passes; the box's left part if there is no such point. */
+  function arrowX(spot, from, to, laneSpots, lanesBetween) {
+    var down = to.top > from.top;
+    var inTheWay = (laneSpots.get(spot.item.lane) || []).filter(function (other) {
+      return other !== spot && (down ? other.track > spot.track : other.track < spot.track);
+    });
+    lanesBetween.forEach(function (name) { inTheWay = inTheWay.concat(laneSpots.get(name) || []); });
+    var first = spot.left + Math.min(spot.width / 2, 10);
+    var candidates = [first];
+    for (var x = spot.left + 3; x <= spot.left + spot.width - 3; x += 3) { candidates.push(x); }
+    for (var i = 0; i < candidates.length; i += 1) {
+      var here = candidates[i];
+      if (!inTheWay.some(function (other) { return covers(other, here); })) { return here; }
+    }
+    return first;
+  }
+
+  /* An arrow from the item down (or up) to the lane it points at. Lanes an arrow points
+   * at sit right under their source (laneOrder), and it leaves its box where nothing is
+   * in its way (arrowX): it does not cross other items. */
   function drawArrows(laneTops, elements, width, height) {
     arrowsElement.setAttribute("width", String(width));
     arrowsElement.setAttribute("height", String(height));
+    var laneSpots = new Map();
+    elements.forEach(function (placed) {
+      var lane = placed.spot.item.lane;
+      if (!laneSpots.has(lane)) { laneSpots.set(lane, []); }
+      laneSpots.get(lane).push(placed.spot);
+    });
     elements.forEach(function (placed, key) {
       var item = state.items.get(key);
       if (!item.to_lane || !laneTops.has(item.to_lane) || item.to_lane === item.lane) { return; }
       var from = laneTops.get(item.lane), to = laneTops.get(item.to_lane);
-      var x = LABEL_WIDTH + placed.spot.left + Math.min(placed.spot.width / 2, 10);
       var down = to.top > from.top;
+      var between = [];
+      laneTops.forEach(function (lane, name) {
+        if (down ? lane.top > from.top && lane.top < to.top : lane.top < from.top && lane.top > to.top) {
+          between.push(name);
+        }
+      });
+      var x = LABEL_WIDTH + arrowX(placed.spot, from, to, laneSpots, between);
       var y1 = from.top + 2 + placed.spot.track * ROW_HEIGHT + (down ? 19 : 0);
       var y2 = to.top + (down ? 2 : to.height - 2);
       var line = document.createElementNS(SVG, "line");
@@ -240,9 +392,12 @@
       line.setAttribute("x2", String(x)); line.setAttribute("y2", String(y2));
       line.setAttribute("class", "kind-" + item.kind);
       line.dataset.arrow = key;
+      line.dataset.from = item.lane;
+      line.dataset.to = item.to_lane;
       var head = document.createElementNS(SVG, "polygon");
       var tip = down ? -6 : 6;
       head.setAttribute("points", x + "," + y2 + " " + (x - 4) + "," + (y2 + tip) + " " + (x + 4) + "," + (y2 + tip));
+      head.setAttribute("class", "kind-" + item.kind);
       arrowsElement.appendChild(line);
       arrowsElement.appendChild(head);
     });
@@ -255,8 +410,9 @@
         " of " + state.head + ")";
     }
     if (note) { text += " · " + note; }
-    statusElement.textContent = text + (state.live ? " · live" : "");
-    statusElement.classList.toggle("live", Boolean(state.live));
+    var open = Boolean(state.live) && state.live.readyState === EventSource.OPEN;
+    statusElement.textContent = text + (open ? " · live" : state.live ? " · connecting" : "");
+    statusElement.classList.toggle("live", open);
     var earlier = document.querySelector("[data-load=earlier]");
     if (earlier) { earlier.disabled = !state.moreBefore || mode === "export"; }
   }
@@ -307,6 +463,7 @@
       render();
       if (atEnd) { root.scrollLeft = root.scrollWidth; }
     });
+    source.addEventListener("open", function () { showStatus(); });
     source.addEventListener("head", function (message) {
       state.end = Math.max(state.end, Number(message.data));
     });
@@ -328,10 +485,11 @@
     checkEdges();
   }
 
-  function fit() {
-    var room = root.clientWidth - LABEL_WIDTH - 40;
+  function fit() {  // every loaded event in view, with room for the last labels
+    var room = root.clientWidth - LABEL_WIDTH - 40 - FIT_TAIL;
     state.scale = Math.min(MAX_SCALE, Math.max(MIN_SCALE, room / Math.max(1, state.positions.length)));
     render();
+    root.scrollLeft = 0;
     checkEdges();
   }
 
