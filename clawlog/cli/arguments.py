@@ -440,8 +440,8 @@ def _add_ui(ui: argparse.ArgumentParser) -> None:
     ui.add_argument(
         "--host",
         default="127.0.0.1",
-        help="the address to listen on (default: 127.0.0.1, this machine only; any other "
-        "needs --token)",
+        help="the address to listen on (default: 127.0.0.1, this machine only; on any other "
+        "every request needs a token: --token, CLAWLOG_UI_TOKEN, or one made at start)",
     )
     ui.add_argument(
         "--port", type=_port, default=8765, help="the port (default: 8765; 0: any free one)"
@@ -449,8 +449,8 @@ def _add_ui(ui: argparse.ArgumentParser) -> None:
     ui.add_argument(
         "--token",
         default=None,
-        help="a secret every request must carry (the printed URL has it); required "
-        "to listen on an address other than loopback",
+        help="a secret every request must carry (the printed URL has it); default "
+        "CLAWLOG_UI_TOKEN, else off loopback a random one is made and printed",
     )
 
 
@@ -662,8 +662,9 @@ _COMMANDS: tuple[tuple[str, str, str, Callable[[argparse.ArgumentParser], None] 
     (
         "ui",
         "serve a read-only web console over the log: pages, a live timeline, the audit",
-        "Prints its URL. Loopback by default; --host elsewhere needs --token, checked on "
-        "every request (401 without it). Never writes the log; follows it while writers run.",
+        "Prints its URL. Loopback by default; --host elsewhere needs a token (--token, "
+        "CLAWLOG_UI_TOKEN, or a random one printed in the URL), checked on every request "
+        "(401 without it). Never writes the log; follows it while writers run.",
         _add_ui,
     ),
     (
