@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from typing import Any, cast
 
@@ -282,16 +283,7 @@ def event_document(recorded: RecordedEvent) -> dict[str, Any]:
 
 def expand_types(store: EventStore, types: tuple[str, ...] | None) -> list[str] | None:
     """Tags with ``family.*`` spelled out in the store's registry (for a subscription)."""
-    if types is None:
-        return None
-    known = store.registry.tags()
-    tags: set[str] = set()
-    for tag in types:
-        if tag.endswith(".*"):
-            tags.update(t for t in known if t.startswith(tag[:-1]))
-        else:
-            tags.add(tag)
-    return sorted(tags)
+    return None if types is None else store.registry.expand(types)
 
 
 # -- which events make which items -------------------------------------------------------
@@ -308,7 +300,10 @@ def _concerns(recorded: RecordedEvent, agent: str) -> bool:
     """Whether an event concerns ``agent``: on its streams, or naming it (read field by
     field: this runs on every event a filtered window scans)."""
     stream = recorded.stream
-    if stream.startswith((f"session/{agent}/", f"link/{agent}->")) or stream == f"agent/{agent}":
+    if stream.startswith((f"session/{agent}/", f"link/{agent}->")) or stream in (
+        f"agent/{agent}",
+        f"routines/{agent}",
+    ):
         return True
     if stream.startswith("link/") and stream.endswith(f"->{agent}"):
         return True
@@ -348,6 +343,9 @@ class _Items:
     def __init__(self) -> None:
         self.by_key: dict[str, Item] = {}
         self._lanes: dict[str, Lane] = {}
+        #: A timer id set again after it ended (a schedule's next occurrence) starts a
+        #: new item: the key its later events go to.
+        self._latest: dict[str, str] = {}
 
     def lanes(self) -> list[Lane]:
         for item in self.by_key.values():  # arrows need their target's lane drawn
@@ -362,7 +360,11 @@ class _Items:
         key, kind, lane, label, outcome, detail, to_lane = maker(recorded, fields)
         if lane not in self._lanes:
             self._lanes[lane] = _lane_of(lane)
+        base, key = key, self._latest.get(key, key)
         item = self.by_key.get(key)
+        if item is not None and recorded.type == "timer.set" and item.outcome != "waiting":
+            key = self._latest[base] = f"{base}@{recorded.position}"
+            item = None
         if item is None:
             self.by_key[key] = Item(
                 key=key,
@@ -577,6 +579,72 @@ def _mcp(recorded: RecordedEvent, fields: dict[str, Any]) -> _Made:
     return f"event:{recorded.position}", "mcp", recorded.stream, label, outcome, detail, None
 
 
+def _routine(recorded: RecordedEvent, fields: dict[str, Any]) -> _Made:
+    """A routine's run: from the routines lane, an arrow to the session it runs in."""
+    kind, name = recorded.type, str(fields.get("name", ""))
+    if kind == "routine.run_started":
+        agent = recorded.stream.split("/", 1)[-1]
+        origin = str(fields.get("origin", "routine"))
+        label = {"heartbeat": "heartbeat", "cron": f"cron {name}"}.get(origin, f"routine {name}")
+        detail = f"{fields.get('trigger', '')}: {_short(fields.get('message', ''), 100)}"
+        to_lane = f"session/{agent}/{fields.get('session_key', '')}"
+        key = f"run:{fields.get('turn_id', recorded.position)}"
+        return key, "routine", recorded.stream, label, "waiting", detail, to_lane
+    if kind == "routine.run_ended":
+        outcome = {"completed": "completed", "failed": "failed"}.get(
+            str(fields.get("outcome", "")), "interrupted"
+        )
+        detail = (
+            "nothing to do (quiet)"
+            if fields.get("quiet")
+            else _short(fields.get("message", ""), 120)
+        )
+        key = f"run:{fields.get('turn_id', recorded.position)}"
+        return key, "routine", recorded.stream, name, outcome, detail, None
+    if kind == "routine.run_skipped":
+        detail = f"skipped ({fields.get('reason', '')}) on {fields.get('trigger', '')}"
+        return (
+            f"event:{recorded.position}",
+            "routine",
+            recorded.stream,
+            name,
+            "refused",
+            detail,
+            None,
+        )
+    return _plain(recorded, fields)
+
+
+def _timer(recorded: RecordedEvent, fields: dict[str, Any]) -> _Made:
+    """A durable timer on its owner's lane, from set to fired, skipped or cancelled."""
+    kind, timer_id = recorded.type, str(fields.get("timer_id", ""))
+    outcome, detail = "waiting", ""
+    if kind in ("timer.set", "timer.moved"):
+        due = fields.get("due_at")
+        detail = f"due {_iso(due)}" if isinstance(due, int | float) else ""
+    elif kind == "timer.fired":
+        late = float(fields.get("late_s") or 0)
+        outcome, detail = "completed", f"fired{f' {late:.0f} s late' if late >= 1 else ''}"
+    elif kind == "timer.skipped":
+        outcome, detail = "refused", "skipped: missed while nobody ran it"
+    elif kind == "timer.cancelled":
+        outcome, detail = "interrupted", f"cancelled: {_short(fields.get('reason', ''), 80)}"
+    label = f"timer {fields.get('kind') or timer_id.split(':', 1)[0]}"
+    return (
+        f"timer:{recorded.stream}:{timer_id}",
+        "timer",
+        recorded.stream,
+        label,
+        outcome,
+        detail,
+        None,
+    )
+
+
+def _iso(epoch: float) -> str:
+    return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 _MAKERS: dict[str, _Maker] = {
     "tool.approval_requested": _approval,
     "tool.approval_decided": _approval,
@@ -588,6 +656,8 @@ _FAMILY_MAKERS: dict[str, _Maker] = {
     "subagent": _subagent,
     "handoff": _handoff,
     "mcp": _mcp,
+    "routine": _routine,
+    "timer": _timer,
 }
 for _tag in ("turn_started", "turn_completed", "turn_failed", "turn_cancelled"):
     _MAKERS[f"session.{_tag}"] = _turn

@@ -70,3 +70,30 @@ async def test_replay_as_of_folds_a_routines_stream(tmp_path: Path) -> None:
     assert sorted(state["routines"]["routines"]) == ["daily", "hourly"]
     assert state["routines"]["routines"]["hourly"]["runs"] == 1
     assert sorted(state["timers"]["pending"]) == ["routine:daily", "routine:hourly"]
+
+
+async def test_the_console_timeline_draws_runs_to_their_session_and_timers_on_their_owner(
+    tmp_path: Path,
+) -> None:
+    from clawlog.events import open_store
+    from clawlog.ui.timeline import TimelineFilter, window_before
+
+    log = tmp_path / "t.db"
+    await write_log(log)
+    store = await open_store(log)
+    try:
+        window = await window_before(store, TimelineFilter(agent="ops"))
+    finally:
+        await store.close()
+    runs = [i for i in window.items if i.kind == "routine" and i.label == "routine hourly"]
+    assert [(r.lane, r.to_lane, r.outcome) for r in runs] == [
+        ("routines/ops", "session/ops/routines", "completed")
+    ]
+    timers = [(i.label, i.outcome, i.detail) for i in window.items if i.kind == "timer"]
+    assert ("timer routine", "completed", "fired") in timers  # the hourly run's timer
+    assert ("timer routine", "interrupted", "cancelled: routine removed") in timers
+    pending = [t for t in timers if t[1] == "waiting"]
+    assert sorted(t[2] for t in pending) == [
+        "due 2026-12-07 11:00:00 UTC",
+        "due 2026-12-07 18:00:00 UTC",
+    ]
