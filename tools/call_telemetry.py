@@ -34,11 +34,12 @@ import asyncio
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from contextvars import ContextVar
 from typing import Literal
 
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
@@ -190,6 +191,32 @@ _nested_lock = threading.Lock()
 _running: ContextVar[_OpenCall | None] = ContextVar("clawlog_running_tool_call", default=None)
 
 
+class _Running:
+    """A traced call while its tool runs (:meth:`CallTelemetry.running`): a class, not a
+    generator, as it is entered for every call."""
+
+    __slots__ = ("_call", "_span", "_tokens")
+
+    def __init__(self, call: _OpenCall, span: Span) -> None:
+        self._call = call
+        self._span = span
+
+    def __enter__(self) -> Span:
+        self._tokens = (
+            _running.set(self._call),
+            otel_context.attach(trace.set_span_in_context(self._span)),
+        )
+        return self._span
+
+    def __exit__(self, *exc_info: object) -> None:
+        running, attached = self._tokens
+        otel_context.detach(attached)
+        _running.reset(running)
+
+
+_NOT_TRACED: AbstractContextManager[None] = nullcontext()
+
+
 def running_call_correlation() -> str:
     """The correlation id of the tool call running in this context ("" outside one)."""
     call = _running.get()
@@ -253,23 +280,14 @@ class CallTelemetry:
         call = self._get(session_key, call_id)
         return call.span if call is not None else None
 
-    @contextmanager
-    def running(self, session_key: str, call_id: str) -> Iterator[Span | None]:
+    def running(self, session_key: str, call_id: str) -> AbstractContextManager[Span | None]:
         """While the call's tool runs: its span is current (what the tool traces nests
-        under it) and the call is known to :func:`end_with_call`. Yields the span (None
-        when not traced)."""
+        under it) and the call is known to :func:`end_with_call`. Gives the span (None
+        when not traced: then it costs a look-up)."""
         call = self._get(session_key, call_id)
         if call is None or call.span is None:
-            yield None
-            return
-        token = _running.set(call)
-        try:
-            with trace.use_span(
-                call.span, end_on_exit=False, record_exception=False, set_status_on_exception=False
-            ):
-                yield call.span
-        finally:
-            _running.reset(token)
+            return _NOT_TRACED
+        return _Running(call, call.span)
 
     def waiting(self, session_key: str, call_id: str) -> None:
         """The call waits for a person from now on."""

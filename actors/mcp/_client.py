@@ -203,9 +203,14 @@ class McpClient:
                 if result.is_error:  # the server ran the tool and reports its failure
                     span.set_attribute(ERROR_TYPE, "tool_error")
                     span.set_status(Status(StatusCode.ERROR, "the server reported a tool error"))
-                return result
-        finally:
-            end_with_call(span)
+        except asyncio.CancelledError:
+            span.end()  # the tool call is given up: no end of it will be recorded here
+            raise
+        except BaseException:
+            end_with_call(span)  # the tool call records the failure
+            raise
+        end_with_call(span)
+        return result
 
     async def _call(
         self, tool: str, arguments: dict[str, Any], timeout: float
