@@ -3,11 +3,14 @@ routines that run them are :mod:`actors.automation`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import msgspec
 
 from clawlog.events.domain.timer import MisfirePolicy
 
-__all__ = ["CronLimits", "HeartbeatConfig", "quiet_reply"]
+__all__ = ["CronLimits", "HeartbeatConfig", "RoutinesSetup", "quiet_reply"]
 
 
 class HeartbeatConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -51,6 +54,17 @@ class CronLimits(msgspec.Struct, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         if self.max_jobs < 0 or self.min_interval_s < 0:
             raise ValueError("cron limits cannot be negative")
+
+
+@dataclass(frozen=True, slots=True)
+class RoutinesSetup:
+    """What an agent's routines actor gets from its supervisor (at start and at each
+    reconfiguration): the heartbeat, how to read HEARTBEAT.md now, and the scrubber its
+    recorded run messages go through."""
+
+    heartbeat: HeartbeatConfig | None
+    read_heartbeat: Callable[[], str | None]
+    scrub: Callable[[str], str]
 
 
 def quiet_reply(config: HeartbeatConfig | None, text: str) -> bool:

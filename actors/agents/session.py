@@ -95,7 +95,13 @@ from .prompt import PromptBuilder
 from .resume_calls import INTERRUPTED_REASON, decide_resumed_calls, interrupt_delegated_calls
 from .resume_delegations import delegation_reasons
 from .routine_config import quiet_reply
-from .session_state import CompactionInfo, SessionState, TurnState, apply_session_event
+from .session_state import (
+    CompactionInfo,
+    EndedTurn,
+    SessionState,
+    TurnState,
+    apply_session_event,
+)
 from .staged_append import StagedAppend, scratch_state, staged_reader
 from .summary_budget import refused_for_budget, summary_over_budget
 from .summary_trace import SummaryTrace
@@ -172,6 +178,8 @@ class Session(EventSourcedActor[SessionState]):
         self.depth = depth
         self.max_iterations = config.max_iterations
         self._queue: deque[tuple[SendMessage, Any]] = deque()
+        #: Askers of the unfinished turn found at start, before it resumes (by turn id).
+        self._early: dict[str, Any] = {}
         self._active: _Active | None = None
         #: (turn_id, reason, message) of a turn a store failure ended before the log did.
         self._unsettled: tuple[str, TurnFailureReason, str] | None = None
@@ -232,8 +240,10 @@ class Session(EventSourcedActor[SessionState]):
     def _on_message(self, message: Message) -> Any:
         match message:
             case SendMessage():
-                self._queue.append((message, self.defer_reply()))
-                self._next_turn()
+                reply = self.defer_reply()
+                if not (message.turn_id and self._known_turn(message.turn_id, reply)):
+                    self._queue.append((message, reply))
+                    self._next_turn()
                 return DEFERRED
             case Piped(label="model"):
                 self._on_model(message)
@@ -539,6 +549,20 @@ class Session(EventSourcedActor[SessionState]):
             )
         elif step.outcome == "approval":  # its timer is armed from the log (actors.timers)
             active.tickets[call_id] = step.ticket
+
+    def _cancel_approval_timers(self, turn_id: str, outcome: str) -> None:
+        prefix = _approval_timer_id(turn_id, "")
+        cancelled = [
+            TimerCancelled(timer_id=timer_id, reason=f"the turn {outcome}")
+            for timer_id in self.state.timers.pending
+            if timer_id.startswith(prefix)
+        ]
+        if not cancelled:
+            return
+        try:
+            self.emit(cancelled, correlation_id=turn_id)
+        except EventStoreError as exc:  # it fires later and finds no call: recorded then
+            self.log.warning("approval timeouts not cancelled", turn_id=turn_id, error=str(exc))
 
     def _approval_timer(self, call_id: str, step: CallStep) -> TimerSet:
         """The durable timeout of a call that waits for a person's answer."""
@@ -902,7 +926,9 @@ class Session(EventSourcedActor[SessionState]):
         return trace
 
     def _turn_ended(self, turn_id: str, outcome: str, position: int, reason: str = "") -> None:
-        """The end of ``turn_id`` was recorded at ``position``: its span and metrics."""
+        """The end of ``turn_id`` was recorded at ``position``: its span and metrics, and
+        the approval timeouts nobody waits for any more are cancelled."""
+        self._cancel_approval_timers(turn_id, outcome)
         trace = self._trace
         if trace is not None and trace.turn_id == turn_id:
             self._trace = None
@@ -1019,6 +1045,30 @@ class Session(EventSourcedActor[SessionState]):
         if events:
             self.emit(events, correlation_id=turn.turn_id)
 
+    def _known_turn(self, turn_id: str, reply: Any) -> bool:
+        """A message for turn ``turn_id`` that this session already has: answer ``reply``
+        from how it ended, or when it ends (in flight, waiting to resume, or queued). True
+        if it was one; False for a new turn."""
+        ended = self.state.recent_turns.get(turn_id)
+        if ended is not None:
+            if reply is not None:
+                _answer_ended(reply, ended)
+            return True
+        if reply is None:
+            reply = _Unanswered()
+        active, turn = self._active, self.state.turn
+        if active is not None and active.turn_id == turn_id:
+            active.reply = _fan_out(active.reply, reply)
+            return True
+        if turn is not None and turn.turn_id == turn_id:  # resumes on its own shortly
+            self._early[turn_id] = _fan_out(self._early.get(turn_id), reply)
+            return True
+        for index, (queued, waiting) in enumerate(self._queue):
+            if queued.turn_id == turn_id:
+                self._queue[index] = (queued, _fan_out(waiting, reply))
+                return True
+        return False
+
     def _resume_turn(self) -> None:
         """Continue a turn found unfinished after a process restart (nobody awaits it).
 
@@ -1031,7 +1081,7 @@ class Session(EventSourcedActor[SessionState]):
         turn = self.state.turn
         if turn is None or self._active is not None:
             return
-        self._active = _Active(turn.turn_id, None)
+        self._active = _Active(turn.turn_id, self._early.pop(turn.turn_id, None))
         self._active.resumed = True
         with self._turn_trace().current():  # a new span: the one that started it is gone
             self._resume_in_flight(turn)
@@ -1273,3 +1323,46 @@ def _failure_reason(exc: Exception) -> TurnFailureReason:
 def _approval_timer_id(turn_id: str, call_id: str) -> str:
     """The id of the durable timeout of ``call_id``'s approval in turn ``turn_id``."""
     return f"approval:{turn_id}:{call_id}"
+
+
+class _Unanswered:
+    """The reply of a told message: nobody waits for it."""
+
+    def set(self, value: Any) -> None:
+        pass
+
+    def set_error(self, error: BaseException) -> None:
+        pass
+
+
+class _FanOut:
+    """One turn's answer to every asker of it (the same turn id sent more than once)."""
+
+    def __init__(self, replies: list[Any]) -> None:
+        self.replies = replies
+
+    def set(self, value: Any) -> None:
+        for reply in self.replies:
+            reply.set(value)
+
+    def set_error(self, error: BaseException) -> None:
+        for reply in self.replies:
+            reply.set_error(error)
+
+
+def _fan_out(first: Any, second: Any) -> Any:
+    if first is None:
+        return second
+    if isinstance(first, _FanOut):
+        return _FanOut([*first.replies, second])
+    return _FanOut([first, second])
+
+
+def _answer_ended(reply: Any, ended: EndedTurn) -> None:
+    """Answer a repeated turn from how it ended, as its first asker was answered."""
+    if ended.outcome == "completed":
+        reply.set(ended.text)
+    elif ended.outcome == "cancelled":
+        reply.set_error(TurnCancelledError(f"the turn was cancelled by {ended.text}"))
+    else:
+        reply.set_error(TurnFailedError(ended.reason or "failed", ended.text))  # type: ignore[arg-type]

@@ -80,6 +80,19 @@ class CompactionInfo(msgspec.Struct, frozen=True, kw_only=True):
     failure: str = ""
 
 
+#: How many ended turns a session remembers for answering a repeated turn id.
+RECENT_TURNS = 200
+
+
+class EndedTurn(msgspec.Struct, frozen=True, kw_only=True):
+    """How a turn ended: ``completed`` (``text`` is the reply, scrubbed as recorded),
+    ``failed`` (``reason``, ``text`` the message) or ``cancelled`` (``text``: by whom)."""
+
+    outcome: str
+    text: str = ""
+    reason: str = ""
+
+
 class SessionState(msgspec.Struct, kw_only=True):
     agent: str = ""
     session_key: str = ""
@@ -118,6 +131,10 @@ class SessionState(msgspec.Struct, kw_only=True):
     #: Approval timeouts: durable timers (``actors.timers``), one per call awaiting a
     #: person's answer.
     timers: TimerBook = msgspec.field(default_factory=TimerBook)
+    #: How the last :data:`RECENT_TURNS` turns ended, by turn id: a message sent again
+    #: with the turn id of one of them (a run sent again after a restart, a request
+    #: delivered twice) is answered from here instead of starting the turn again.
+    recent_turns: dict[str, EndedTurn] = msgspec.field(default_factory=dict)
     #: ``messages[0]`` is the summary a compaction wrote (known from the fold, never from
     #: the text: a user can type the summary's header; actors.agents.pruning).
     summary_first: bool = False
@@ -180,14 +197,28 @@ def apply_session_event(
             state.turn, state.last_reply = None, event.reply
             state.turns_completed += 1
             state.last_ended_turn = event.turn_id
-        case TurnFailed() | TurnCancelled():
+            _remember(state, event.turn_id, EndedTurn(outcome="completed", text=event.reply))
+        case TurnFailed():
             state.turn = None
             state.turns_failed += 1
             state.last_ended_turn = event.turn_id
+            ended = EndedTurn(outcome="failed", text=event.message, reason=event.reason)
+            _remember(state, event.turn_id, ended)
+        case TurnCancelled():
+            state.turn = None
+            state.turns_failed += 1
+            state.last_ended_turn = event.turn_id
+            _remember(state, event.turn_id, EndedTurn(outcome="cancelled", text=event.by))
         case _:
             if not apply_timer_event(state.timers, event):
                 _apply_tool_event(state, event, read_tool_event, position)
     return state
+
+
+def _remember(state: SessionState, turn_id: str, ended: EndedTurn) -> None:
+    state.recent_turns[turn_id] = ended
+    if len(state.recent_turns) > RECENT_TURNS:  # dicts keep order: the oldest goes
+        del state.recent_turns[next(iter(state.recent_turns))]
 
 
 def user_message(text: str, parts: list[ContentPart]) -> ChatMessage:

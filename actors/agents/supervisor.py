@@ -14,6 +14,7 @@ subagent's turn continues that trace.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from typing import Any
 
@@ -73,6 +74,7 @@ from .messages import (
 )
 from .prompt import PromptBuilder
 from .resume import unfinished_sessions
+from .routine_config import RoutinesSetup
 from .session import Session
 from .subagents import (
     AnnounceDue,
@@ -312,7 +314,7 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
         running = self.children.get(port.path(self.config.key))
         if running is not None and running.is_alive():
             if reconfigured:
-                port.configure(running, self.config.heartbeat, self._heartbeat_md)
+                port.configure(running, self._routines_setup())
             return
         if self.config.heartbeat is not None or self.runtime.run(
             self.runtime.store.stream_version(port.path(self.config.key))
@@ -324,16 +326,17 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
         running = self.children.get(port.path(self.config.key))
         if running is not None and running.is_alive():
             return running
-        handle: ActorHandle[Any] = port.start(
-            self.spawn, self.config.key, self.config.heartbeat, self._heartbeat_md
-        )
+        handle: ActorHandle[Any] = port.start(self.spawn, self.config.key, self._routines_setup())
         return handle
 
-    def _heartbeat_md(self) -> str | None:
-        """The agent's HEARTBEAT.md now (read by its routines actor when a heartbeat runs)."""
+    def _routines_setup(self) -> RoutinesSetup:
+        """What the routines actor needs of this agent, as immutable objects of now (it
+        runs on its own thread): the heartbeat, a reader of HEARTBEAT.md over this config
+        and prompt builder (thread-safe), and the scrubber."""
         heartbeat = self.config.heartbeat
         user = heartbeat.user if heartbeat is not None else ""
-        return self.prompt.context_file(self.config, "HEARTBEAT.md", user)
+        read = functools.partial(self.prompt.context_file, self.config, "HEARTBEAT.md", user)
+        return RoutinesSetup(heartbeat=heartbeat, read_heartbeat=read, scrub=self.gateway.scrub)
 
     def _to_routines(self, message: Any, reply: Any) -> None:
         try:

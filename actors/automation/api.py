@@ -33,12 +33,14 @@ from ..errors import ArgumentTypeError, InvalidArgument
 from ..runtime import ActorHandle
 from .messages import (
     DefineRoutine,
+    EnableRoutine,
     ListRoutines,
     RemoveRoutine,
     RoutineInfo,
     RoutineRuns,
     RunRoutine,
 )
+from .routines import HEARTBEAT
 
 __all__ = ["Routines"]
 
@@ -101,11 +103,23 @@ class Routines:
         return await self._ask(agent, request)  # type: ignore[no-any-return]
 
     async def remove(self, agent: str, name: str) -> bool:
-        """Remove routine ``name`` (its pending timer is cancelled); False if none."""
-        request = RemoveRoutine(
-            name=check_name(name, "name", self._limits(), required=True),
-            origin="api",
-            reason="removed by the application",
+        """Remove routine ``name``, the application's or one of the agent's cron jobs (its
+        pending timer is cancelled); False if there is none. The heartbeat is the agent's
+        config: register the agent again without it."""
+        name = check_name(name, "name", self._limits(), required=True)
+        if name == HEARTBEAT:
+            raise InvalidArgument("name", "the heartbeat comes from AgentConfig.heartbeat")
+        request = RemoveRoutine(name=name, reason="removed by the application")
+        return await self._ask(agent, request)  # type: ignore[no-any-return]
+
+    async def enable(self, agent: str, name: str, enabled: bool = True) -> RoutineInfo:
+        """Turn routine ``name`` (any origin) on or off: off, its schedule's timer is
+        cancelled and its events and webhooks do not run it; on again, a schedule goes on
+        from now and an event trigger from the log's head."""
+        if not isinstance(enabled, bool):
+            raise ArgumentTypeError("enabled", f"must be a bool, not {type(enabled).__name__}")
+        request = EnableRoutine(
+            name=check_name(name, "name", self._limits(), required=True), enabled=enabled
         )
         return await self._ask(agent, request)  # type: ignore[no-any-return]
 

@@ -28,7 +28,8 @@ from clawlog.events.streams import agent_stream
 
 from ..agents.gateway import CallerContext
 from ..agents.tools import ActorTool
-from ..errors import InvalidSchedule, Rejected
+from ..boundary import check_session_key
+from ..errors import InvalidArgument, InvalidSchedule, Rejected
 from .messages import (
     DefineRoutine,
     ListRoutines,
@@ -143,14 +144,14 @@ class CronTool(ActorTool):
             if schedule is not None
             else current.trigger,  # type: ignore[union-attr]
             prompt=message,
-            session_key=args.get("session_key")
-            or (current.session_key if current else ctx.session_key),
+            session_key=_session_key(args, current.session_key if current else ctx.session_key),
             channel=current.channel if current else ctx.channel,
             chat_id=current.chat_id if current else ctx.chat_id,
             user=current.user if current else ctx.user,
             enabled=bool(args.get("enabled", current.enabled if current else True)),
             misfire=args.get("misfire", current.misfire if current else "fire"),
             defined_by=ctx.session_stream or ctx.session_key,
+            replace=update,
         )
         info: RoutineInfo = await self._ask(ctx, request)
         verb = "updated" if update else "added"
@@ -162,6 +163,13 @@ class CronTool(ActorTool):
         if supervisor is None:
             raise Rejected("this agent is not running; try again")
         return await supervisor.ask(request)
+
+
+def _session_key(args: dict[str, Any], default: str) -> str:
+    try:
+        return check_session_key(args.get("session_key") or default)
+    except InvalidArgument as exc:
+        raise Rejected(exc.problem) from exc
 
 
 def _schedule(spec: Any) -> Schedule:

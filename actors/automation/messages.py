@@ -18,6 +18,7 @@ from ..messages import Message, Request
 
 __all__ = [
     "DefineRoutine",
+    "EnableRoutine",
     "EventMatched",
     "ListRoutines",
     "RemoveRoutine",
@@ -45,6 +46,8 @@ class DefineRoutine(Request["RoutineInfo"], frozen=True, kw_only=True):
     grace_s: float = 60.0
     cooldown_s: float = 0.0
     defined_by: str = "api"
+    #: False: refused if a routine of this name exists (the cron tool's ``add``).
+    replace: bool = True
     #: For ``origin="cron"``: refused past this many cron jobs, or with runs closer together.
     max_jobs: int = 0
     min_interval_s: float = 0.0
@@ -57,6 +60,13 @@ class RemoveRoutine(Request[bool], frozen=True, kw_only=True):
     name: str
     origin: RoutineOrigin | None = None
     reason: str = ""
+
+
+class EnableRoutine(Request["RoutineInfo"], frozen=True, kw_only=True):
+    """Turn a routine on or off (its definition recorded again with ``enabled``)."""
+
+    name: str
+    enabled: bool
 
 
 class ListRoutines(Request[list["RoutineInfo"]], frozen=True, kw_only=True):
@@ -83,10 +93,13 @@ class RoutineRuns(Request[list[Any]], frozen=True, kw_only=True):
 
 class SetHeartbeat(Message, frozen=True, kw_only=True):
     """From the AgentSupervisor when the agent's config is recorded: its heartbeat
-    (``actors.automation.HeartbeatConfig`` or None) and the reader of its HEARTBEAT.md."""
+    (``actors.agents.HeartbeatConfig`` or None), the reader of its HEARTBEAT.md (a
+    function of immutable objects: the config and prompt builder of that moment) and its
+    scrubber."""
 
     heartbeat: Any
     read_heartbeat: Any
+    scrub: Any = None
 
 
 class EventMatched(Message, frozen=True, kw_only=True):
@@ -101,11 +114,14 @@ class EventMatched(Message, frozen=True, kw_only=True):
 
 
 class RunReturned(Message, frozen=True, kw_only=True):
-    """A run's turn ended (or could not start)."""
+    """A run's session answered: the turn completed (``text``: its reply), ended
+    otherwise (``ended``: failed or cancelled, ``text`` says why), or neither is known
+    (the session stopped or could not be reached: the log is asked)."""
 
     turn_id: str
     completed: bool
     text: str
+    ended: bool = False
 
 
 class RoutineInfo(msgspec.Struct, frozen=True, kw_only=True):

@@ -14,9 +14,10 @@ import msgspec
 
 from clawlog.events.streams import routines_stream
 
-from ..agents.routine_config import HeartbeatConfig
+from ..agents.routine_config import RoutinesSetup
 from .messages import (
     DefineRoutine,
+    EnableRoutine,
     ListRoutines,
     RemoveRoutine,
     RoutineRuns,
@@ -27,7 +28,7 @@ from .routines import AgentRoutines
 
 __all__ = ["RoutinesPort"]
 
-_REQUESTS = (DefineRoutine, RemoveRoutine, ListRoutines, RunRoutine, RoutineRuns)
+_REQUESTS = (DefineRoutine, EnableRoutine, RemoveRoutine, ListRoutines, RunRoutine, RoutineRuns)
 
 
 class RoutinesPort:
@@ -48,27 +49,21 @@ class RoutinesPort:
     def path(self, agent: str) -> str:
         return routines_stream(agent)
 
-    def start(
-        self,
-        spawn: Callable[..., Any],
-        agent: str,
-        heartbeat: HeartbeatConfig | None,
-        read_heartbeat: Callable[[], str | None],
-    ) -> Any:
+    def start(self, spawn: Callable[..., Any], agent: str, setup: RoutinesSetup) -> Any:
         """Start ``agent``'s routines actor with the supervisor's ``spawn``."""
         return spawn(
             AgentRoutines,
             routines_stream(agent),
             agent=agent,
-            heartbeat=heartbeat,
-            read_heartbeat=read_heartbeat,
+            heartbeat=setup.heartbeat,
+            read_heartbeat=setup.read_heartbeat,
+            scrub=setup.scrub,
         )
 
-    def configure(
-        self,
-        routines: Any,
-        heartbeat: HeartbeatConfig | None,
-        read_heartbeat: Callable[[], str | None],
-    ) -> None:
-        """Tell a running routines actor the agent's (new) heartbeat."""
-        routines.tell(SetHeartbeat(heartbeat=heartbeat, read_heartbeat=read_heartbeat))
+    def configure(self, routines: Any, setup: RoutinesSetup) -> None:
+        """Tell a running routines actor the agent's (new) heartbeat and scrubber."""
+        routines.tell(
+            SetHeartbeat(
+                heartbeat=setup.heartbeat, read_heartbeat=setup.read_heartbeat, scrub=setup.scrub
+            )
+        )

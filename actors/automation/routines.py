@@ -61,10 +61,11 @@ from .._bridge import AskEnvelope
 from ..actor import EventSourcedActor
 from ..agents.messages import SendMessage
 from ..agents.routine_config import HeartbeatConfig, quiet_reply
-from ..errors import InvalidSchedule, Rejected
+from ..errors import InvalidSchedule, Rejected, TurnCancelledError, TurnFailedError
 from ..messages import Message, Piped
 from .messages import (
     DefineRoutine,
+    EnableRoutine,
     EventMatched,
     ListRoutines,
     RemoveRoutine,
@@ -85,6 +86,8 @@ HEARTBEAT = "heartbeat"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 #: An event's or webhook's payload in a run's message is cut to this many characters.
 PAYLOAD_CHARS = 8000
+#: How many times an open run is handed to its session before it ends as failed.
+SEND_TRIES = 3
 _SENDER = {"cron": "cron:{}", "heartbeat": "heartbeat", "api": "routine:{}"}
 _OUTBOX = {"cron": "cron", "heartbeat": "heartbeat", "api": "routine"}
 
@@ -112,8 +115,17 @@ class _RunReply:
         self._owner.tell(RunReturned(turn_id=self._turn_id, completed=True, text=text))
 
     def set_error(self, error: BaseException) -> None:
-        text = f"{type(error).__name__}: {error}"
-        self._owner.tell(RunReturned(turn_id=self._turn_id, completed=False, text=text))
+        # A turn that failed or was cancelled has ended; anything else (a session stopping
+        # or unreachable) says nothing of the turn: the log is asked what became of it.
+        ended = isinstance(error, TurnFailedError | TurnCancelledError)
+        self._owner.tell(
+            RunReturned(
+                turn_id=self._turn_id,
+                completed=False,
+                text=str(error) if ended else f"{type(error).__name__}: {error}",
+                ended=ended,
+            )
+        )
 
 
 class AgentRoutines(EventSourcedActor[RoutinesState]):
@@ -126,12 +138,19 @@ class AgentRoutines(EventSourcedActor[RoutinesState]):
         agent: str,
         heartbeat: HeartbeatConfig | None = None,
         read_heartbeat: Callable[[], str | None] | None = None,
+        scrub: Callable[[str], str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.agent = agent
         self._heartbeat = heartbeat
         self._read_heartbeat = read_heartbeat or (lambda: None)
+        #: The agent's scrubber: a run's message (an event's or webhook's payload in it)
+        #: is recorded here, so no secret in it may reach the log.
+        self._scrub = scrub or (lambda text: text)
+        #: How often each open run was handed to its session without an answer that
+        #: says how its turn ended (at most :data:`SEND_TRIES`).
+        self._sends: dict[str, int] = {}
         #: The subscription of each event-triggered routine, on the hub.
         self._watchers: dict[str, concurrent.futures.Future[Any]] = {}
 
@@ -153,9 +172,9 @@ class AgentRoutines(EventSourcedActor[RoutinesState]):
         self._reconcile_heartbeat()
         for entry in self.state.routines.routines.values():
             self._watch(entry)
-        if not restarted and self.state.routines.open_runs:
-            runs = list(self.state.routines.open_runs.values())
-            self.pipe(run_states(self.runtime.store, self.agent, runs), "open_runs")
+        # Runs recorded as started but not ended: the log says what became of each (after
+        # a crash in this process too: the session answers a repeated turn id once).
+        self._check_runs(list(self.state.routines.open_runs.values()))
 
     def on_stop(self) -> None:
         self._stop_watchers()
@@ -167,6 +186,8 @@ class AgentRoutines(EventSourcedActor[RoutinesState]):
                 return self._define(message)
             case RemoveRoutine():
                 return self._remove(message)
+            case EnableRoutine():
+                return self._enable(message)
             case ListRoutines(origin=origin):
                 entries = self.state.routines.routines.values()
                 return [self._info(e) for e in entries if origin in (None, e.definition.origin)]
@@ -177,6 +198,8 @@ class AgentRoutines(EventSourcedActor[RoutinesState]):
                 return self._run_now(message)
             case SetHeartbeat():
                 self._heartbeat, self._read_heartbeat = message.heartbeat, message.read_heartbeat
+                if message.scrub is not None:
+                    self._scrub = message.scrub
                 self._reconcile_heartbeat()
                 return None
             case EventMatched():
@@ -201,7 +224,11 @@ class AgentRoutines(EventSourcedActor[RoutinesState]):
             request = msgspec.structs.replace(request, trigger=trigger)
         existing = self.state.routines.routines.get(request.name)
         after = existing.matched_position if existing is not None else 0
-        if request.trigger.kind == "event" and existing is None:
+        if request.trigger.kind == "event" and not (
+            existing is not None
+            and existing.definition.trigger.kind == "event"
+            and existing.definition.enabled
+        ):  # events fire it from now on: none from before, none from while it was off
             after = self.runtime.run(self.runtime.store.head_position())
         definition = RoutineDefined(
             name=request.name,
@@ -236,27 +263,56 @@ class AgentRoutines(EventSourcedActor[RoutinesState]):
                 f"a {existing.definition.origin} routine named {request.name!r} exists; "
                 "choose another name"
             )
+        if existing is not None and not request.replace:
+            raise Rejected(f"{request.name!r} exists; update it, or choose another name")
         if request.origin == "cron" and existing is None and request.max_jobs:
-            jobs = [
-                e for e in self.state.routines.routines.values() if e.definition.origin == "cron"
-            ]
-            if len(jobs) >= request.max_jobs:
-                raise Rejected(
-                    f"this agent has {len(jobs)} cron jobs, the most it may have; remove "
-                    "one first (action=remove)"
-                )
+            self._check_job_count(request.max_jobs)
         trigger = request.trigger
         if trigger.kind == "schedule":
-            if trigger.schedule is None:
-                raise Rejected("a schedule trigger needs a schedule")
-            try:
-                check_schedule(trigger.schedule, min_interval_s=request.min_interval_s)
-            except InvalidSchedule as exc:
-                raise Rejected(exc.problem) from exc
-        elif trigger.kind == "event" and (trigger.event is None or not trigger.event.types):
-            raise Rejected("an event trigger needs at least one event type (e.g. 'tool.*')")
+            self._check_schedule(trigger, request.min_interval_s)
+        elif trigger.kind == "event":
+            self._check_event_types(trigger)
         if not request.prompt.strip() and request.origin != "heartbeat":
             raise Rejected("a routine needs a prompt: what the agent is told when it runs")
+
+    def _check_job_count(self, max_jobs: int) -> None:
+        """A cron job counts while it can still run (a one-time job that ran does not)."""
+        pending = self.state.timers.pending
+        jobs = [
+            e
+            for e in self.state.routines.routines.values()
+            if e.definition.origin == "cron"
+            and (_recurring(e.definition) or f"routine:{e.definition.name}" in pending)
+        ]
+        if len(jobs) >= max_jobs:
+            raise Rejected(
+                f"this agent has {len(jobs)} cron jobs, the most it may have; remove one "
+                "first (action=remove)"
+            )
+
+    def _check_schedule(self, trigger: RoutineTrigger, min_interval_s: float) -> None:
+        if trigger.schedule is None:
+            raise Rejected("a schedule trigger needs a schedule")
+        try:
+            check_schedule(trigger.schedule, min_interval_s=min_interval_s)
+        except InvalidSchedule as exc:
+            raise Rejected(exc.problem) from exc
+        if trigger.schedule.kind == "at" and next_due(trigger.schedule, self.clock_now()) is None:
+            when = describe_schedule(trigger.schedule)
+            raise Rejected(f"a one-time schedule must be in the future; {when} has passed")
+
+    def _check_event_types(self, trigger: RoutineTrigger) -> None:
+        if trigger.event is None or not trigger.event.types:
+            raise Rejected("an event trigger needs at least one event type (e.g. 'tool.*')")
+        registry = self.runtime.store.registry
+        known = registry.tags()
+        for tag in trigger.event.types:
+            if not (registry.expand([tag]) if tag.endswith(".*") else tag in known):
+                raise Rejected(
+                    f"no event type is {tag!r} (a tag such as 'tool.call_refused', or a "
+                    "domain's glob such as 'tool.*'; register an application's own types "
+                    "with System.open(event_types=...))"
+                )
 
     def _timer_events(self, definition: RoutineDefined) -> list[Event]:
         """The timer changes that make the pending timer match ``definition``."""
@@ -287,6 +343,20 @@ class AgentRoutines(EventSourcedActor[RoutinesState]):
             misfire=definition.misfire,
             grace_s=definition.grace_s,
         )
+
+    def _enable(self, request: EnableRoutine) -> RoutineInfo:
+        entry = self._entry(request.name, None)
+        definition = entry.definition
+        if definition.enabled == request.enabled:
+            return self._info(entry)
+        changed = msgspec.structs.replace(definition, enabled=request.enabled)
+        if changed.trigger.kind == "event" and request.enabled:  # from now on
+            after = self.runtime.run(self.runtime.store.head_position())
+            changed = msgspec.structs.replace(changed, after_position=after)
+        self.emit([changed, *self._timer_events(changed)])
+        entry = self.state.routines.routines[request.name]
+        self._watch(entry)
+        return self._info(entry)
 
     def _remove(self, request: RemoveRoutine) -> bool:
         entry = self.state.routines.routines.get(request.name)
@@ -353,14 +423,14 @@ class AgentRoutines(EventSourcedActor[RoutinesState]):
             reason = "busy"
         elif in_cooldown(entry, now):
             reason = "cooldown"
-        message = self._message(definition, payload) if reason is None else ""
+        message = self._scrub(self._message(definition, payload)) if reason is None else ""
         if reason is None and not message:
             reason = "empty"
         if reason is not None:
             return RunSkipped(
                 name=definition.name,
                 trigger=trigger,
-                reason=reason,  # type: ignore[arg-type]
+                reason=reason,
                 matched_position=detail.get("matched_position", 0),
                 due_at=detail.get("due_at", 0.0),
             )
@@ -411,59 +481,65 @@ class AgentRoutines(EventSourcedActor[RoutinesState]):
             outbox_kind=_OUTBOX[run.origin],
             correlation_id=run.turn_id,
         )
+        self._sends[run.turn_id] = self._sends.get(run.turn_id, 0) + 1
         self.parent.tell(AskEnvelope(message, _RunReply(self.handle_ref, run.turn_id)))
 
     def _on_returned(self, returned: RunReturned) -> None:
         run = self.state.routines.open_runs.get(returned.turn_id)
         if run is None:
             return
+        if returned.completed or returned.ended:
+            self._end_run(run, "completed" if returned.completed else "failed", returned.text)
+        elif not self.runtime.closing:  # the next start asks the log when closing
+            self._check_runs([run])
+
+    def _end_run(self, run: OpenRun, outcome: str, text: str) -> None:
+        self._sends.pop(run.turn_id, None)
         quiet = (
-            returned.completed
+            outcome == "completed"
             and run.origin == "heartbeat"
-            and quiet_reply(self._heartbeat, returned.text)
+            and quiet_reply(self._heartbeat, text)
         )
         self.emit(
             [
                 RunEnded(
                     turn_id=run.turn_id,
                     name=run.name,
-                    outcome="completed" if returned.completed else "failed",
-                    # A reply is in the session's stream (scrubbed); only a failure's reason
-                    # is kept here.
-                    message="" if returned.completed else returned.text[:500],
+                    outcome=outcome,
+                    # A reply is in the session's stream (scrubbed); a failure's reason
+                    # is kept here, scrubbed too.
+                    message="" if outcome == "completed" else self._scrub(text)[:500],
                     quiet=quiet,
                 )
             ],
             correlation_id=run.turn_id,
         )
 
+    def _check_runs(self, runs: list[OpenRun]) -> None:
+        if runs:
+            self.pipe(run_states(self.runtime.store, self.agent, runs), "open_runs")
+
     def _on_open_runs(self, found: Piped) -> None:
-        """After a start: end the runs whose turn is in their session, send the others."""
+        """End the runs whose turn ended in their session; hand the others to it (again):
+        a turn it never had starts, one it has (resumed or running) answers when it ends,
+        and one it ended answers at once. A run no session answers after
+        :data:`SEND_TRIES` hand-overs ends as failed."""
         if found.error is not None:
-            self.log.error("could not look for interrupted routine runs", error=str(found.error))
+            self.log.error("could not look for open routine runs", error=str(found.error))
             return
         for turn_id, (state, text) in found.value.items():
             run = self.state.routines.open_runs.get(turn_id)
             if run is None:
                 continue
-            if state == "absent":  # stopped before its session had it: send it now, once
-                self.log.info("sending a routine run a restart interrupted", turn_id=turn_id)
-                self._send(run)
+            if state in ("completed", "failed"):
+                self._end_run(run, state, text)
                 continue
-            outcome = {"completed": "completed", "failed": "failed"}.get(state, "resumed")
-            quiet = outcome == "completed" and run.origin == "heartbeat"
-            self.emit(
-                [
-                    RunEnded(
-                        turn_id=turn_id,
-                        name=run.name,
-                        outcome=outcome,  # type: ignore[arg-type]
-                        message=text[:500] if outcome == "failed" else "",
-                        quiet=quiet and quiet_reply(self._heartbeat, text),
-                    )
-                ],
-                correlation_id=turn_id,
-            )
+            tries = self._sends.get(turn_id, 0)
+            if tries >= SEND_TRIES:
+                self._end_run(run, "failed", f"its session did not answer after {tries} tries")
+                continue
+            self.log.info("handing an open routine run to its session", turn_id=turn_id)
+            self._send(run)
 
     def _run_now(self, request: RunRoutine) -> str:
         entry = self._entry(request.name, request.origin)
@@ -489,6 +565,8 @@ class AgentRoutines(EventSourcedActor[RoutinesState]):
         where = f"at position {matched.position} on {matched.stream}"
         payload = f"Event {matched.type} {where}:\n{matched.payload}"
         decided = self._decide_run(entry, "event", payload, matched_position=matched.position)
+        if isinstance(decided, RunSkipped) and decided.reason == "cooldown":
+            return  # not recorded: a busy event type would fill the log with skips
         self.emit([decided], causation_id=str(matched.position))
         self._send_if_started(decided)
 
@@ -594,6 +672,11 @@ def heartbeat_matches(config: HeartbeatConfig, definition: RoutineDefined) -> bo
         and definition.misfire == config.misfire
         and definition.enabled
     )
+
+
+def _recurring(definition: RoutineDefined) -> bool:
+    schedule = definition.trigger.schedule
+    return schedule is None or schedule.kind != "at"
 
 
 def describe_trigger(trigger: RoutineTrigger) -> str:

@@ -43,8 +43,12 @@ def check_schedule(schedule: Schedule, *, min_interval_s: float = 0.0) -> Schedu
             croniter(schedule.expr, datetime(2026, 1, 1))
         except (CroniterError, ValueError, KeyError) as exc:
             raise InvalidSchedule(f"cron expression {schedule.expr!r} is not valid: {exc}") from exc
-        if min_interval_s > 0:
-            _check_cron_interval(schedule, min_interval_s)
+        try:  # valid, but some expressions name no day that exists ('0 0 30 2 *')
+            _next_cron(schedule.expr, _zone(schedule.tz), datetime(2026, 1, 1).timestamp())
+            if min_interval_s > 0:
+                _check_cron_interval(schedule, min_interval_s)
+        except CroniterError as exc:
+            raise InvalidSchedule(f"cron expression {schedule.expr!r} never runs: {exc}") from exc
     elif schedule.kind == "every":
         if not math.isfinite(schedule.every_s) or schedule.every_s <= 0:
             raise InvalidSchedule(

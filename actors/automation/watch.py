@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from clawlog.events import EventStoreError, RecordedEvent, StoreClosed
+from clawlog.events import RecordedEvent, StoreClosed
 from clawlog.events.domain.routine import EventMatch
 from clawlog.events.logging import get_logger
 
@@ -55,7 +55,9 @@ async def watch_events(
             return
         except StoreClosed:
             return
-        except EventStoreError as exc:
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a store error, or a defect: said, then tried again
             delay = _RETRY_S[min(failures, len(_RETRY_S) - 1)]
             failures += 1
             _log.warning("routine subscription failed; retrying", routine=name, error=str(exc))

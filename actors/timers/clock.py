@@ -68,7 +68,12 @@ class ManualClock:
         """Move forward by ``seconds`` (≥ 0); returns the new time."""
         if seconds < 0:
             raise ValueError(f"a clock only moves forward; advance({seconds}) is negative")
-        return self.set(self._now + seconds)
+        with self._lock:
+            self._now += seconds
+            now, listeners = self._now, list(self._listeners)
+        for listener in listeners:
+            listener()
+        return now
 
     def set(self, when: float | datetime) -> float:
         """Move to ``when`` (not before the current time); returns it."""

@@ -9,10 +9,11 @@ record, by ``origin``:
 - ``cron``: a job the agent scheduled for itself with the ``cron`` tool;
 - ``heartbeat``: the agent's periodic wake-up with its HEARTBEAT.md as the prompt
   (``AgentConfig.heartbeat``);
-- ``api``: a routine the application defined (``System.define_routine``).
+- ``api``: a routine the application defined (``System.routines.define``).
 
-All of it is on the agent's stream (``agent/{key}``), written by its AgentSupervisor: a
-schedule's next occurrence is a durable timer there (``timer.set``, ``events.domain.timer``),
+All of it is on the agent's ``routines/{agent}`` stream, written by its AgentRoutines actor
+(``actors.automation``): a schedule's next occurrence is a durable timer there
+(``timer.set``, ``events.domain.timer``),
 and every run is ``routine.run_started`` (with its trigger and the message it sends) → the
 session's turn (the same turn id) → ``routine.run_ended``; a trigger that did not start a
 run (cooldown, disabled, a missed occurrence skipped by its misfire policy) is
@@ -51,12 +52,15 @@ __all__ = [
 ScheduleKind = Literal["cron", "every", "at"]
 #: What fires a routine.
 TriggerKind = Literal["schedule", "event", "webhook", "manual"]
-RoutineOrigin = Literal["api", "cron", "heartbeat"]
-SkipReason = Literal["cooldown", "disabled", "misfire", "busy", "empty"]
+#: Who made a routine: ``api`` (the application), ``cron`` (the agent, with the cron
+#: tool), ``heartbeat`` (the agent's config). A ``str``, not a Literal: kinds may be added,
+#: and a process that does not know one still reads the event.
+RoutineOrigin = str
+#: Why a trigger started no run (see ``RunSkipped``); an open set, as origins are.
+SkipReason = str
 #: How a run ended: its turn ``completed`` or ``failed`` (cancelled and budget-stopped
-#: turns included, with the reason in ``message``); ``resumed``: a restart found its turn
-#: already in the session, which finishes it on its own (the reply goes to the outbox).
-RunOutcome = Literal["completed", "failed", "resumed"]
+#: turns included, with the reason in ``message``); an open set, as origins are.
+RunOutcome = str
 
 
 class Schedule(msgspec.Struct, frozen=True, kw_only=True):
@@ -155,7 +159,8 @@ class RunEnded(Event, frozen=True, tag="routine.run_ended"):
     turn_id: str
     name: str
     outcome: RunOutcome
-    #: The reply (scrubbed, cut to 2,000 characters) or why it failed.
+    #: Why it failed (scrubbed, cut to 500 characters); "" when it completed: the reply is
+    #: the session's ``session.turn_completed``.
     message: str = ""
     #: True when the reply said nothing needs doing (a heartbeat's ``HEARTBEAT_OK``): it
     #: is in the session, not in the outbox.

@@ -1,8 +1,8 @@
 """Durable timers: a point in time an actor waits for, kept in the actor's own stream.
 
 A timer belongs to the actor whose stream records it (its *owner*: a Session for an
-approval's timeout, a DelegationLink for a delegation's deadline, an AgentSupervisor for
-its cron jobs, heartbeat and routines). Its life is four events on that stream::
+approval's timeout, a DelegationLink for a delegation's deadline, an agent's AgentRoutines
+actor for its cron jobs, heartbeat and routines). Its life is four events on that stream::
 
     timer.set ──┬── timer.fired        (it went off: late_s says how late)
                 ├── timer.skipped      (it was due while nobody ran it, and its misfire

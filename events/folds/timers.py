@@ -1,9 +1,9 @@
 """The pending timers of one stream, folded from its ``timer.*`` events.
 
-The one fold of a timer's life (:mod:`clawlog.events.domain.timer`): the owning actors
-(``actors.timers``), replay and the timers read model
-(``projections/read_models/timers.py``) all read it from here, and
-:func:`misfired` is the one rule for when a late firing counts as a misfire.
+The one fold of a timer's life (:mod:`clawlog.events.domain.timer`) for the owning actors
+(``actors.timers``) and replay; :func:`misfired` is the one rule for when a late firing
+counts as a misfire. The timers read model (``projections/read_models/timers.py``) keeps
+the same facts as rows, each timer's latest state.
 """
 
 from __future__ import annotations
@@ -35,10 +35,9 @@ class PendingTimer(msgspec.Struct, kw_only=True):
 
 
 class TimerBook(msgspec.Struct, kw_only=True):
-    """Pending timers by id, and how many fired (for ids of a schedule's occurrences)."""
+    """Pending timers by id."""
 
     pending: dict[str, PendingTimer] = msgspec.field(default_factory=dict)
-    fired: int = 0
 
 
 def apply_timer_event(book: TimerBook, event: Event) -> bool:
@@ -52,10 +51,7 @@ def apply_timer_event(book: TimerBook, event: Event) -> bool:
             misfire=event.misfire,
             grace_s=event.grace_s,
         )
-    elif isinstance(event, TimerFired | TimerSkipped):
-        book.pending.pop(event.timer_id, None)
-        book.fired += isinstance(event, TimerFired)
-    elif isinstance(event, TimerCancelled):
+    elif isinstance(event, TimerFired | TimerSkipped | TimerCancelled):
         book.pending.pop(event.timer_id, None)
     elif isinstance(event, TimerMoved):
         timer = book.pending.get(event.timer_id)

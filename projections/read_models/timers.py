@@ -74,7 +74,8 @@ class Timers:
             )
         elif isinstance(event, TimerMoved):
             conn.execute(
-                "UPDATE timers SET due_at = ?, position = ? WHERE stream = ? AND timer_id = ?",
+                "UPDATE timers SET due_at = ?, position = ? WHERE stream = ? AND timer_id = ?"
+                " AND state = 'pending'",
                 (event.due_at, recorded.position, *key),
             )
         elif isinstance(event, TimerFired | TimerSkipped | TimerCancelled):

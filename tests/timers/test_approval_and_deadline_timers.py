@@ -129,3 +129,19 @@ async def test_an_answer_cancels_the_deadline_in_the_outcome_append(tmp_path: Pa
         assert (await system.send("boss", "u", "get it swept")).startswith("boss heard:")
         link = await system.store.read_stream("link/boss->worker")
         assert [e.type for e in link][-2:] == ["timer.cancelled", "delegation.completed"]
+
+
+async def test_cancelling_a_turn_that_waits_for_an_approval_cancels_its_timeout(
+    tmp_path: Path,
+) -> None:
+    async with System.open(tmp_path / "a.db", clock=ManualClock(T0)) as system:
+        await register(system, AgentConfig(key="main"))
+        turn = asyncio.ensure_future(system.send("main", "u", "deploy it"))
+        await wait_for_events(system, SESSION, count("timer.set"))
+        assert await system.cancel("main", "u")
+        await asyncio.gather(turn, return_exceptions=True)
+        seen = await wait_for_events(system, SESSION, count("timer.cancelled"))
+        (cancelled,) = of_type(seen, "timer.cancelled")
+        assert cancelled.reason == "the turn cancelled"
+        types = [e.type for e in seen]
+        assert types.index("session.turn_cancelled") < types.index("timer.cancelled")

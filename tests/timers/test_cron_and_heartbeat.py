@@ -276,3 +276,30 @@ def test_a_heartbeat_config_refuses_what_cannot_work() -> None:
         HeartbeatConfig(every_s=5)
     with pytest.raises(ValueError, match="ok_token"):
         HeartbeatConfig(ok_token=" ")
+
+
+async def test_add_refuses_a_job_id_in_use_and_a_session_key_that_is_none(tmp_path: Path) -> None:
+    said: list[str] = []
+
+    def record(request: ModelRequest) -> ModelReply:
+        said.extend(tool_results(request)[-1:])
+        return reply("ok")
+
+    hourly = {"kind": "every", "every": "1h"}
+    config, model = cron_agent(
+        [
+            call("cron", action="add", job_id="j", message="x", schedule=hourly),
+            record,
+            call("cron", action="add", job_id="j", message="y", schedule=hourly),
+            record,
+            call("cron", action="add", message="z", schedule=hourly, session_key="a/b"),
+            record,
+        ]
+    )
+    async with System.open(tmp_path / "c.db", clock=ManualClock(T0), policy=FAST) as system:
+        await system.register_agent(config, model)
+        for _ in range(3):
+            await send(system, "schedule")
+        assert said[0].startswith("added job j")
+        assert "'j' exists; update it, or choose another name" in said[1]
+        assert "invalid session key 'a/b'" in said[2]

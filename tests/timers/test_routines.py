@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 import msgspec
 import pytest
 
-from clawlog.actors import InvalidArgument, Rejected, System
+from clawlog.actors import ArgumentTypeError, InvalidArgument, Rejected, System, UnknownAgent
 from clawlog.actors.agents import AgentConfig
 from clawlog.actors.automation import Trigger
 from clawlog.actors.providers import ModelRequest, ScriptedModel, reply
@@ -253,23 +253,47 @@ async def test_a_run_the_process_lost_before_its_session_had_it_is_sent_once(db:
 
 
 @pytest.mark.parametrize(
-    ("call", "match"),
+    ("call", "error", "match"),
     [
-        (lambda r: r.define(AGENT, "bad name!", "x", Trigger.manual()), "routine name"),
-        (lambda r: r.define(AGENT, "x", "", Trigger.manual()), "prompt"),
-        (lambda r: r.define(AGENT, "x", "p", "0 8 * * *"), "trigger"),
-        (lambda r: r.define(AGENT, "x", "p", Trigger.manual(), misfire="later"), "misfire"),
-        (lambda r: r.define(AGENT, "x", "p", Trigger.manual(), cooldown_s=-1), "cooldown_s"),
-        (lambda r: r.define(AGENT, "x", "p", Trigger.manual(), session_key="a b"), "session"),
-        (lambda r: r.define("nobody", "x", "p", Trigger.manual()), "nobody"),
-        (lambda r: r.run(AGENT, "missing"), "no routine named 'missing'"),
+        (lambda r: r.define(AGENT, "bad name!", "x", Trigger.manual()), Rejected, "routine name"),
+        (lambda r: r.define(AGENT, "x", "", Trigger.manual()), InvalidArgument, "prompt"),
+        (lambda r: r.define(AGENT, "x", "p", "0 8 * * *"), ArgumentTypeError, "trigger"),
+        (
+            lambda r: r.define(AGENT, "x", "p", Trigger.manual(), misfire="later"),
+            InvalidArgument,
+            "misfire",
+        ),
+        (
+            lambda r: r.define(AGENT, "x", "p", Trigger.manual(), cooldown_s=-1),
+            InvalidArgument,
+            "cooldown_s",
+        ),
+        (
+            lambda r: r.define(AGENT, "x", "p", Trigger.manual(), session_key="a b"),
+            InvalidArgument,
+            "session",
+        ),
+        (lambda r: r.define(AGENT, "x", "p", Trigger.at(T0 - 60)), Rejected, "in the future"),
+        (
+            lambda r: r.define(AGENT, "x", "p", Trigger.on_event("test.deployd")),
+            Rejected,
+            "no event type is 'test.deployd'",
+        ),
+        (lambda r: r.define(AGENT, "x", "p", Trigger.on_event("nope.*")), Rejected, "nope"),
+        (lambda r: r.define("nobody", "x", "p", Trigger.manual()), UnknownAgent, "nobody"),
+        (lambda r: r.run(AGENT, "missing"), Rejected, "no routine named 'missing'"),
+        (lambda r: r.remove(AGENT, "heartbeat"), InvalidArgument, "AgentConfig.heartbeat"),
+        (lambda r: r.enable(AGENT, "missing"), Rejected, "no routine named 'missing'"),
     ],
 )
 async def test_bad_routine_calls_are_refused_with_their_reason(
-    running: tuple[System, ManualClock], call: Callable[[Any], Any], match: str
+    running: tuple[System, ManualClock],
+    call: Callable[[Any], Any],
+    error: type[Exception],
+    match: str,
 ) -> None:
     system, _ = running
-    with pytest.raises((InvalidArgument, Rejected, Exception), match=match):
+    with pytest.raises(error, match=match):
         await call(system.routines)
     assert await system.store.stream_version(STREAM) in (0, 1)  # nothing was defined
 
@@ -283,6 +307,7 @@ async def test_bad_routine_calls_are_refused_with_their_reason(
         (lambda: Trigger.every(0), "positive"),
         (lambda: Trigger.at("tomorrow"), "ISO 8601"),
         (lambda: Trigger.on_event(), "at least one event type"),
+        (lambda: Trigger.cron("0 0 30 2 *"), "never runs"),
     ],
 )
 def test_a_trigger_that_cannot_run_is_refused_where_it_is_written(
@@ -290,3 +315,122 @@ def test_a_trigger_that_cannot_run_is_refused_where_it_is_written(
 ) -> None:
     with pytest.raises(InvalidArgument, match=match):
         build()
+
+
+class SilentModel:
+    """A model that never answers (its turns stay in flight until the System closes)."""
+
+    name = "silent"
+    provider = "test"
+
+    async def complete(self, request: ModelRequest) -> Any:
+        import asyncio
+
+        await asyncio.Event().wait()
+
+
+async def test_runs_a_shutdown_interrupted_are_finished_once_after_the_restart(db: Path) -> None:
+    clock = ManualClock(T0)
+    system = await System.open(db, clock=clock, policy=FAST)
+    await system.register_agent(AgentConfig(key=AGENT), SilentModel())
+    await system.routines.define(AGENT, "hook", "Deploy:", Trigger.webhook())
+    first = await system.routines.webhook(AGENT, "hook", "one")  # in flight at the close
+    second = await system.routines.webhook(AGENT, "hook", "two")  # queued behind it
+    await wait_for_events(system, "session/ops/routines", count("session.model_requested"))
+    await system.close()
+    async with System.open(db) as offline:  # the close recorded no end for either
+        types = [e.type for e in await offline.store.read_stream(STREAM)]
+        assert types.count("routine.run_started") == 2 and "routine.run_ended" not in types
+    system = await start(db, clock)  # the model answers now
+    seen = await wait_for_events(system, STREAM, count("routine.run_ended", 2))
+    ended = {e.turn_id: e.outcome for e in of_type(seen, "routine.run_ended")}
+    assert ended == {first: "completed", second: "completed"}
+    session = await system.store.read_stream("session/ops/routines")
+    started = [e.event.turn_id for e in session if e.type == "session.turn_started"]
+    assert sorted(started) == sorted([first, second])  # each turn started once
+    await system.close()
+
+
+async def test_a_turn_sent_twice_runs_once_and_both_askers_hear_it(
+    running: tuple[System, ManualClock],
+) -> None:
+    from clawlog.actors.agents.messages import SendMessage
+    from clawlog.events.streams import agent_stream
+
+    system, _ = running
+    supervisor = system.actor(agent_stream(AGENT))
+    assert supervisor is not None
+    message = SendMessage(session_key="s1", text="hello", turn_id="turn-once")
+    first = await system.ask(supervisor, message)
+    again = await system.ask(supervisor, message)
+    assert first == again == "done: hello"
+    session = await system.store.read_stream("session/ops/s1")
+    assert [e.type for e in session].count("session.turn_started") == 1
+
+
+async def test_a_schedule_whose_last_run_is_open_skips_as_busy(db: Path) -> None:
+    clock = ManualClock(T0)
+    system = await System.open(db, clock=clock, policy=FAST)
+    await system.register_agent(AgentConfig(key=AGENT), SilentModel())
+    await system.routines.define(AGENT, "often", "Check.", Trigger.every(600))
+    clock.advance(600)
+    await wait_for_events(system, STREAM, count("routine.run_started"))
+    clock.advance(600)
+    seen = await wait_for_events(system, STREAM, count("routine.run_skipped"))
+    (skipped,) = of_type(seen, "routine.run_skipped")
+    assert (skipped.reason, skipped.due_at) == ("busy", T0 + 1200)
+    (listed,) = await system.routines.list(AGENT)
+    assert listed.running and listed.next_due == T0 + 1800
+    await system.close()
+
+
+async def test_an_event_trigger_never_fires_for_events_from_before_it_or_while_it_was_off(
+    running: tuple[System, ManualClock],
+) -> None:
+    system, _ = running
+    routines = system.routines
+    await routines.define(AGENT, "deploys", "Deployed:", Trigger.manual())
+    await system.store.append("deploys/web", [Deployed(service="before")], 0)
+    await routines.define(AGENT, "deploys", "Deployed:", Trigger.on_event("test.deployed"))
+    await routines.enable(AGENT, "deploys", False)
+    await system.store.append("deploys/web", [Deployed(service="while-off")], 1)
+    info = await routines.enable(AGENT, "deploys")
+    assert info.enabled
+    await system.store.append("deploys/web", [Deployed(service="after")], 2)
+    seen = await wait_for_events(system, STREAM, count("routine.run_ended"))
+    started = of_type(seen, "routine.run_started")
+    assert len(started) == 1 and '"service":"after"' in started[0].message
+
+
+async def test_the_application_disables_and_removes_an_agents_cron_job(
+    running: tuple[System, ManualClock],
+) -> None:
+    from clawlog.actors.automation.messages import DefineRoutine
+    from clawlog.events.domain.routine import RoutineTrigger, Schedule
+    from clawlog.events.streams import agent_stream
+
+    system, _ = running
+    supervisor = system.actor(agent_stream(AGENT))
+    assert supervisor is not None
+    job = DefineRoutine(
+        name="job-1",
+        origin="cron",
+        trigger=RoutineTrigger(kind="schedule", schedule=Schedule(kind="every", every_s=3600)),
+        prompt="Ping.",
+        session_key="chat",
+    )
+    await system.ask(supervisor, job)
+    off = await system.routines.enable(AGENT, "job-1", False)
+    assert (off.enabled, off.next_due) == (False, None)
+    assert await system.routines.remove(AGENT, "job-1") is True
+    assert await system.routines.list(AGENT) == []
+
+
+async def test_webhook_secrets_never_reach_the_log(running: tuple[System, ManualClock]) -> None:
+    system, _ = running
+    await system.routines.define(AGENT, "hook", "Incoming:", Trigger.webhook())
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    await system.routines.webhook(AGENT, "hook", {"auth": f"Bearer {token}"})
+    seen = await wait_for_events(system, STREAM, count("routine.run_ended"))
+    (started,) = of_type(seen, "routine.run_started")
+    assert token not in started.message and "[REDACTED]" in started.message
