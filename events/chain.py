@@ -44,6 +44,7 @@ __all__ = [
     "CHAIN_VERSION",
     "GENESIS",
     "HASH_SIZE",
+    "LINK_PREFIX",
     "ChainState",
     "ChainedRow",
     "envelope_field",
@@ -65,6 +66,10 @@ ChainedRow = tuple[Any, ...]
 
 #: position, version, schema_version, recorded_at, len(payload).
 FIXED = struct.Struct(">QQQdI")
+#: The previous hash and the fixed-size fields in one ``pack`` call, for a writer (whose
+#: previous hash is always its own 32-byte digest: ``32s`` pads or cuts any other length,
+#: so :func:`link`, which also hashes stored values, concatenates instead).
+LINK_PREFIX = struct.Struct(">32sQQQdI")
 _LENGTH = struct.Struct(">I").pack
 _ABSENT = b"\x00"
 _PRESENT = b"\x01"
@@ -92,6 +97,7 @@ def type_field(event_type: str) -> bytes:
     return _text(event_type)
 
 
+@functools.lru_cache(maxsize=4096)
 def envelope_field(
     stream: str,
     correlation_id: str | None,
@@ -99,7 +105,8 @@ def envelope_field(
     actor: str | None,
     idempotency_key: str | None,
 ) -> bytes:
-    """The encoded fields after ``type``: the same for every event of one append."""
+    """The encoded fields after ``type``: the same for every event of one append (cached:
+    the appends of one turn, and the rows verify reads of it, share theirs)."""
     parts = [_text(stream)]
     for value in (correlation_id, causation_id, actor, idempotency_key):
         parts.append(_ABSENT if value is None else _PRESENT + _text(value))

@@ -5,17 +5,24 @@ append is checked on its own (idempotency key, then expected version) against th
 versions as the batch has left them, so one conflicting append gets its own
 :class:`VersionConflict` and never fails the others in its transaction.
 
-Each row gets its ``hash`` (:mod:`..chain`) as it is planned, in position order, linked to
-the row before it; the transaction also records the new head in ``chain_head``. The
-running hash becomes the writer's only when the transaction commits. The parts of the
-encoding that repeat (a type, the envelope of a stream without metadata) are encoded once
-and reused: about 0.6 µs per event on the writer's thread.
+Each row gets its ``hash`` (:mod:`..chain`) in position order, linked to the row before
+it; the transaction also records the new head in ``chain_head``. The running hash becomes
+the writer's only when the transaction commits.
+
+The hashing holds the GIL that the producers' loop needs, so it is kept short (BENCHMARKS.md,
+"Hash chain"). Rows appended without metadata (the common case) are planned exactly as an
+unchained writer plans them, then hashed in one tight loop before the transaction begins
+(:meth:`_Plan.seal`; an append with metadata seals the rows before it first, as it needs
+the running hash). Per row: one ``struct`` call packs the previous hash and the fixed-size
+fields, everything after the payload (the type and the envelope of a stream appended
+without metadata) is encoded once per (stream, type) and reused, and SHA-256 hashes the
+three joined. The hash is kept as a ``bytearray``: sqlite3 binds one without the
+adaptation lookup it makes for every ``bytes`` parameter (about 0.2 µs a row).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import sqlite3
 import time
@@ -26,7 +33,7 @@ from typing import Any
 import msgspec
 from msgspec.structs import astuple
 
-from ..chain import FIXED, GENESIS, envelope_field, type_field
+from ..chain import GENESIS, LINK_PREFIX, envelope_field, type_field
 from ..envelope import NO_METADATA, EventMetadata, NewRecord, StoredRecord
 from ..errors import EventStoreError, IdempotencyKeyReused, VersionConflict
 from .base import ANY, SnapshotRecord
@@ -74,20 +81,24 @@ _UPSERT_SNAPSHOT = (
 #: Stream versions kept in memory; beyond this the cache is dropped and refilled on demand.
 _MAX_CACHED_STREAMS = 200_000
 _sha256 = hashlib.sha256
-_fixed = FIXED.pack
+_prefix = LINK_PREFIX.pack
+_join = b"".join  # one copy of the payload (a concatenation makes one per +)
 
 
-def _link(prev: bytes, row: tuple[Any, ...], envelope: bytes) -> bytes:
-    """The hash of a planned row (chain.link, with its envelope already encoded)."""
-    payload = row[5]
-    fixed = _fixed(row[0], row[2], row[4], row[6], len(payload))
-    return _sha256(b"".join((prev, fixed, payload, type_field(row[3]), envelope))).digest()
+#: The writer's encoded suffixes (``stream -> type -> bytes``) are dropped past this
+#: many streams and refilled on demand.
+_MAX_SUFFIX_STREAMS = 8192
+Suffixes = dict[str, dict[str, bytes]]
 
 
-@functools.lru_cache(maxsize=4096)
-def _plain_envelope(stream: str) -> bytes:
-    """The envelope field of ``stream``'s events appended without metadata."""
-    return envelope_field(stream, None, None, None, None)
+def _plain_suffix(cache: Suffixes, event_type: str, stream: str) -> bytes:
+    """The hashed bytes after the payload of ``stream``'s events of ``event_type``
+    appended without metadata (``type``, then the envelope's fields), now in ``cache``."""
+    if len(cache) >= _MAX_SUFFIX_STREAMS:
+        cache.clear()
+    suffix = type_field(event_type) + envelope_field(stream, None, None, None, None)
+    cache.setdefault(stream, {})[event_type] = suffix
+    return suffix
 
 
 class AppendRequest(msgspec.Struct):
@@ -118,13 +129,15 @@ class BatchWriter:
         self.chained = chained
         self.head = 0
         #: The hash of the event at ``head`` (what the next one links to).
-        self.head_hash = GENESIS
+        self.head_hash: bytes | bytearray = GENESIS
         self.versions: dict[str, int] = {}
         #: ``versions`` holds every stream of the log (it was empty when opened and the
         #: cache was never dropped): a stream not in it has no events yet.
         self.complete = False
         #: Events the last ``commit`` wrote, over all its transactions (a metric).
         self.committed = 0
+        #: Encoded parts of the chain's encoding, reused from batch to batch.
+        self.suffixes: Suffixes = {}
 
     def load_head(self, conn: sqlite3.Connection, path: str = "") -> int:
         if self.chained:
@@ -166,7 +179,8 @@ class BatchWriter:
     ) -> list[Outcome]:
         # Deciding only reads what this thread committed (one writer per file), so it
         # happens before BEGIN and the write lock is held just for the inserts.
-        plan = _Plan(self.head, time.time(), self.head_hash if self.chained else None)
+        prev = self.head_hash if self.chained else None
+        plan = _Plan(self.head, time.time(), prev, self.suffixes)
         planned, cached = plan.versions, self.versions
         outcomes: list[Outcome] = []
         for request in batch:
@@ -188,6 +202,7 @@ class BatchWriter:
                         outcomes.append(plan.add(stream, current, records, meta))
                     continue
             outcomes.append(self._decide(conn, request, plan))
+        plan.seal()
         conn.execute("BEGIN IMMEDIATE")
         try:
             plan.write(conn)
@@ -248,11 +263,14 @@ class _Plan:
 
     Rows without metadata go through a statement that leaves those columns out: binding
     four NULLs costs sqlite3 about as much as the rest of the row. ``prev`` is the running
-    hash of the chain (None: an unchained writer); each row ends with its own.
+    hash of the chain (None: an unchained writer); each row ends with its own. Plain rows
+    are hashed by :meth:`seal` (the module's docstring); rows with metadata as they are
+    planned.
     """
 
     __slots__ = (
         "full",
+        "hashed",
         "head",
         "keys",
         "now",
@@ -260,10 +278,13 @@ class _Plan:
         "prev",
         "repeats",
         "snapshots",
+        "suffixes",
         "versions",
     )
 
-    def __init__(self, head: int, now: float, prev: bytes | None) -> None:
+    def __init__(
+        self, head: int, now: float, prev: bytes | bytearray | None, suffixes: Suffixes
+    ) -> None:
         self.head = head
         self.now = now
         self.prev = prev
@@ -273,11 +294,14 @@ class _Plan:
         self.keys: dict[str, tuple[str, int, int]] = {}
         self.snapshots: list[SnapshotRecord] = []
         self.repeats = False
+        #: The plain rows before this index carry their hash.
+        self.hashed = 0
+        self.suffixes = suffixes
 
     def add(
         self, stream: str, version: int, records: Sequence[NewRecord], meta: EventMetadata
     ) -> list[StoredRecord]:
-        head, now, prev = self.head, self.now, self.prev
+        head, now = self.head, self.now
         if len(records) == 1 and meta is NO_METADATA:  # the common case, without loops
             record = records[0]
             self.head = head + 1
@@ -286,11 +310,7 @@ class _Plan:
                 head + 1, stream, version + 1, record.type, record.schema_version,
                 record.payload, now,
             )  # fmt: skip
-            if prev is None:
-                self.plain.append(row)
-            else:
-                self.prev = prev = _link(prev, row, _plain_envelope(stream))
-                self.plain.append((*row, prev))
+            self.plain.append(row)  # hashed by seal()
             return [StoredRecord(*row)]
         self.head += len(records)
         self.versions[stream] = version + len(records)
@@ -300,37 +320,62 @@ class _Plan:
             and meta.causation_id is None
             and meta.actor is None
         )
-        extra: tuple[str | None, ...] = ()
-        if not plain:
-            extra = (meta.correlation_id, meta.causation_id, meta.actor, meta.idempotency_key)
+        envelope = (meta.correlation_id, meta.causation_id, meta.actor, meta.idempotency_key)
+        extra = () if plain else envelope
         rows: list[tuple[Any, ...]] = [
             (head + i, stream, version + i, r.type, r.schema_version, r.payload, now, *extra)
             for i, r in enumerate(records, 1)
         ]
         stored = [StoredRecord(*row) for row in rows]
-        if prev is not None:
-            envelope = _plain_envelope(stream) if plain else envelope_field(stream, *extra)
-            rows = self._chain(rows, envelope)
         if plain:
-            self.plain += rows
+            self.plain += rows  # hashed by seal()
         else:
+            if self.prev is not None:
+                if self.hashed < len(self.plain):
+                    self.seal()  # the rows before these first
+                rows = self._chain(rows, envelope_field(stream, *envelope))
             self.full += rows
         if meta.idempotency_key is not None:
             self.keys[meta.idempotency_key] = (stream, head + 1, self.head)
         return stored
 
+    def seal(self) -> None:
+        """Hash the plain rows planned since the last call, in one tight loop."""
+        prev, rows, start, suffixes = self.prev, self.plain, self.hashed, self.suffixes
+        if prev is None or start == len(rows):
+            return
+        hashed: list[tuple[Any, ...]] = []
+        append = hashed.append
+        for position, stream, version, event_type, schema_version, payload, now in rows[start:]:
+            types = suffixes.get(stream)
+            suffix = types.get(event_type) if types is not None else None
+            if suffix is None:
+                suffix = _plain_suffix(suffixes, event_type, stream)
+            # chain.link, inlined: this is most of the chain's cost per event.
+            fixed = _prefix(prev, position, version, schema_version, now, len(payload))
+            prev = bytearray(_sha256(_join((fixed, payload, suffix))).digest())
+            append((position, stream, version, event_type, schema_version, payload, now, prev))
+        rows[start:] = hashed
+        self.hashed, self.prev = len(rows), prev
+
     def _chain(self, rows: list[tuple[Any, ...]], envelope: bytes) -> list[tuple[Any, ...]]:
-        """``rows`` (of one append) with their hashes, linked from ``self.prev`` on."""
+        """``rows`` (of one append with metadata) with their hashes, linked from
+        ``self.prev`` on."""
         prev = self.prev
         assert prev is not None
         chained = []
         for row in rows:
-            prev = _link(prev, row, envelope)
+            payload = row[5]
+            fixed = _prefix(prev, row[0], row[2], row[4], row[6], len(payload))
+            prev = bytearray(
+                _sha256(_join((fixed, payload, type_field(row[3]), envelope))).digest()
+            )
             chained.append((*row, prev))
         self.prev = prev
         return chained
 
     def write(self, conn: sqlite3.Connection) -> None:
+        self.seal()  # done before BEGIN already (the lock is held only for the writes)
         statements = _UNCHAINED if self.prev is None else _CHAINED
         if self.plain:
             _insert_plain(conn, self.plain, statements)

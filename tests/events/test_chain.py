@@ -4,6 +4,7 @@ before the chain is upgraded in place by its first writer, and checkpoints ancho
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import struct
 from collections.abc import Awaitable, Callable
@@ -11,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from clawlog.events import ANY, default_registry, open_store
+from clawlog.events import ANY, EventMetadata, NewRecord, default_registry, open_store
 from clawlog.events.backends.sqlite_chain import upgrade
 from clawlog.events.backends.sqlite_schema import SCHEMA_VERSION
 from clawlog.events.chain import GENESIS, link, row_link
-from clawlog.events.domain.actor import ActorStarted
+from clawlog.events.domain.actor import ActorStarted, ActorStopped
 from clawlog.events.errors import NoHashChain, StoreDamaged
 from clawlog.events.verify import (
     ChainReport,
@@ -110,6 +111,48 @@ async def test_every_hash_is_the_documented_encoding(log: SqliteChainLog) -> Non
     assert link(GENESIS, 7, "s", 2, "t", 1, b"abc", 1.5, None, "ca") == (
         hashlib.sha256(expected).digest()
     )
+
+
+async def test_one_batch_of_every_kind_of_append_hashes_as_documented(tmp_path: Path) -> None:
+    """Appends that land in one group commit: plain single and multi-event ones, several
+    types in one append, metadata, a repeated idempotency key, non-ASCII text, a schema
+    version above 1. The writer's hashes (computed with cached parts of
+    the encoding) are chain.link's, row after row."""
+    log = SqliteChainLog(tmp_path / "batch.db")
+    store = await log.open(writer=True)
+    started, stopped = ActorStarted(path="p", kind="w"), ActorStopped(path="p", reason="done")
+    meta = EventMetadata(correlation_id="turn", causation_id="c", actor="a/b")
+    key = EventMetadata(idempotency_key="k1", actor="a/b")
+    raw = NewRecord(type="test.raw", schema_version=3, payload=b"\x00\xffraw")
+    try:
+        await store.append("agent/first", [started], ANY)  # the head the batch links to
+        await asyncio.gather(
+            store.append("agent/a", [started], ANY),
+            store.append("agent/a", [started, stopped, started], ANY),
+            store.append("agent/c", [stopped], ANY),
+            store.append("session/s", [started, stopped], ANY, meta),
+            store.append("agent/a", [started], ANY),
+            store.append("agent/k", [started], ANY, key),
+            store.append("agent/k", [started], ANY, key),  # a repeat: writes nothing
+            # Below the store (which allows only ASCII stream names): text of every width.
+            store.backend.append("agent/é/ü", [raw], ANY, EventMetadata(correlation_id="tür😀")),
+            store.append("agent/b", [stopped, stopped], ANY, EventMetadata(actor="x")),
+        )
+    finally:
+        await store.close()
+    rows = await log.rows(1, 100)
+    assert len(rows) == 13
+    assert {row[4] for row in rows} == {1, 3}
+    batches: dict[float, set[str]] = {}
+    for row in rows:
+        batches.setdefault(row[6], set()).add(row[1])  # one recorded_at per group commit
+    assert max(len(streams) for streams in batches.values()) > 1
+    prev = GENESIS
+    for row in rows:
+        prev = link(prev, *row[:11])
+        assert row[11] == prev, row[0]
+    report = await verified(log)
+    assert report.intact and report.head_hash == prev.hex()
 
 
 def test_no_two_different_rows_encode_alike() -> None:
