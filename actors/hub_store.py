@@ -9,7 +9,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from clawlog.events import EventMetadata, EventStore, RecordedEvent, Snapshot, Subscription
+from clawlog.events import (
+    EventMetadata,
+    EventStore,
+    LeaseToken,
+    RecordedEvent,
+    Snapshot,
+    Subscription,
+)
 
 from ._bridge import Hub
 
@@ -29,9 +36,11 @@ class HubStore:
         events: Sequence[Any],
         expected_version: int,
         metadata: EventMetadata | None = None,
+        *,
+        lease: LeaseToken | None = None,
     ) -> list[RecordedEvent]:
         return await self._hub.run_async(
-            self.store.append(stream, events, expected_version, metadata)
+            self.store.append(stream, events, expected_version, metadata, lease=lease)
         )
 
     async def read_stream(

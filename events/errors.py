@@ -13,6 +13,8 @@ EventStoreError
  │    ├── PayloadTooLarge    one encoded event is over the size limit (1 MiB by default)
  │    └── UnknownEventClass  an event class was never registered
  ├── VersionConflict        expected_version did not match the stream's version
+ ├── Fenced                 an append by a lease holder that lost its lease: another process
+ │                          took the stream over (names its owner and epoch); nothing written
  ├── IdempotencyKeyReused   the key was first used for another stream
  ├── CorruptEvent           a stored row cannot be decoded (names its position; carries
  │                          the good events of the same read before it)
@@ -26,11 +28,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from .backends.base import LeaseToken
     from .envelope import RecordedEvent
 
 __all__ = [
     "CorruptEvent",
     "EventStoreError",
+    "Fenced",
     "IdempotencyKeyReused",
     "InvalidAppend",
     "InvalidCheckpoint",
@@ -147,6 +151,23 @@ class VersionConflict(EventStoreError):
         self.stream = stream
         self.expected = expected
         self.actual = actual
+
+
+class Fenced(EventStoreError):
+    """An append by a lease holder that lost its lease: another process took the stream
+    over (``holder`` at ``epoch``) and nothing was written. The writer has to step back:
+    the stream is the new holder's. ``token`` is what the refused append presented."""
+
+    def __init__(self, stream: str, holder: str, epoch: int, token: LeaseToken) -> None:
+        super().__init__(
+            f"stream {stream!r} was taken over by {holder!r} (lease epoch {epoch}): the "
+            f"append of {token.owner!r} with epoch {token.epoch} was refused and nothing "
+            "was written"
+        )
+        self.stream = stream
+        self.holder = holder
+        self.epoch = epoch
+        self.token = token
 
 
 class CorruptEvent(EventStoreError):

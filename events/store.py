@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import msgspec
 
-from .backends.base import ANY, NO_STREAM, SnapshotRecord, StorageBackend
+from .backends.base import (
+    ANY,
+    NO_STREAM,
+    LeaseBackend,
+    LeaseToken,
+    SnapshotRecord,
+    StorageBackend,
+)
 from .base import Event, event_tag
 from .envelope import NO_METADATA, EventMetadata, NewRecord, RecordedEvent, StoredRecord
 from .errors import CorruptEvent, InvalidAppend, InvalidEvent, PayloadTooLarge, StoreClosed
@@ -92,6 +99,8 @@ class EventStore:
         self._snapshot_encoder = msgspec.msgpack.Encoder()
         self._valid_streams: set[str] = set()
         self._metric_attributes = {METRIC_BACKEND: _backend_name(backend)}
+        #: Only a backend several processes write fences appends (PostgreSQL).
+        self._fences = isinstance(backend, LeaseBackend)
 
     async def __aenter__(self) -> EventStore:
         return self
@@ -119,13 +128,21 @@ class EventStore:
         events: Sequence[Event],
         expected_version: int,
         metadata: EventMetadata | None = None,
+        *,
+        lease: LeaseToken | None = None,
     ) -> list[RecordedEvent]:
         """Append ``events`` atomically to ``stream``; return them with their envelopes.
+
+        ``lease`` is the writer's lease of ``stream`` on a backend shared by several
+        processes (a :class:`LeaseBackend`): the append is refused with :class:`Fenced`
+        once another process has taken the stream over. Other backends ignore it (one
+        process writes them).
 
         Raises :class:`VersionConflict` if the stream is not at ``expected_version``,
         :class:`InvalidAppend` (nothing written) for bad input: :class:`InvalidEvent` for a
         field whose value does not match its declared type (the decoder would refuse it),
-        :class:`PayloadTooLarge` for an event over ``max_payload_bytes``.
+        :class:`PayloadTooLarge` for an event over ``max_payload_bytes``, :class:`Fenced`
+        (nothing written) for a ``lease`` that another process's takeover made stale.
         """
         # Timed only when an SDK is set: without one an append pays a single check.
         started = time.perf_counter() if metrics_enabled() else None
@@ -147,7 +164,12 @@ class EventStore:
         _, decode = self.registry.current_decoding()
         if len(events) == 1:  # most appends: spare the comprehensions their frames
             record, event = self._encode(stream, events[0], decode)
-            stored = await self.backend.append(stream, [record], expected_version, metadata)
+            if lease is None:
+                stored = await self.backend.append(stream, [record], expected_version, metadata)
+            else:
+                stored = await self._append_fenced(
+                    stream, [record], expected_version, metadata, lease
+                )
             if started is not None:
                 self._measure_append(started)
             if stored[0].payload is record.payload:  # fresh: reuse the objects
@@ -155,12 +177,31 @@ class EventStore:
             return self._decode_all(stored)
         encoded = [self._encode(stream, event, decode) for event in events]
         records = [record for record, _ in encoded]
-        stored = await self.backend.append(stream, records, expected_version, metadata)
+        if lease is None:
+            stored = await self.backend.append(stream, records, expected_version, metadata)
+        else:
+            stored = await self._append_fenced(stream, records, expected_version, metadata, lease)
         if started is not None:
             self._measure_append(started)
         if stored and stored[0].payload is records[0].payload:  # fresh: reuse the objects
             return [recorded_from_row(r, e) for r, (_, e) in zip(stored, encoded, strict=True)]
         return self._decode_all(stored)
+
+    def _append_fenced(
+        self,
+        stream: str,
+        records: list[NewRecord],
+        expected_version: int,
+        metadata: EventMetadata,
+        lease: LeaseToken,
+    ) -> Awaitable[list[StoredRecord]]:
+        if not isinstance(lease, LeaseToken):
+            raise InvalidAppend("lease must be an events.LeaseToken")
+        if not self._fences:
+            return self.backend.append(stream, records, expected_version, metadata)
+        return cast(LeaseBackend, self.backend).append(
+            stream, records, expected_version, metadata, lease=lease
+        )
 
     def _measure_append(self, started: float) -> None:
         """Records a successful append's duration (the caller's wait, group commit included)."""

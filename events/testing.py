@@ -16,6 +16,8 @@ The suite needs pytest and pytest-asyncio (``pip install pytest pytest-asyncio``
 module imports them, the rest of clawlog does not. Each test gets a fresh backend. The
 sample events (``Noted``, ``Counted``, ``Memo``) are registered only in the contract's
 registry (:func:`contract_registry`); a test suite may use them for its own stores.
+The lease tests run for a backend that implements :class:`LeaseBackend` and skip for
+the others; a lease that must be expired now is taken with a time to live of 0.
 """
 
 from __future__ import annotations
@@ -26,12 +28,13 @@ from pathlib import Path
 
 import msgspec
 
-from .backends.base import ANY, NO_STREAM, StorageBackend
+from .backends.base import ANY, NO_STREAM, LeaseBackend, LeaseToken, StorageBackend
 from .base import Event, UnknownEvent
 from .domain import all_event_classes
 from .envelope import EventMetadata, NewRecord
 from .errors import (
     CorruptEvent,
+    Fenced,
     IdempotencyKeyReused,
     InvalidAppend,
     MissingDependency,
@@ -83,6 +86,22 @@ def contract_registry() -> EventRegistry:
 
 def _noted(n: int, text: str = "x") -> Noted:
     return Noted(text=text, n=n)
+
+
+def _leases(store: EventStore) -> LeaseBackend:
+    if not isinstance(store.backend, LeaseBackend):
+        pytest.skip("the backend keeps no leases (one process writes it)")
+    return store.backend
+
+
+async def _taken_over(leases: LeaseBackend, stream: str, old: str, new: str) -> LeaseToken:
+    """``old`` holds ``stream``, its lease expires (a pause past it), ``new`` takes it
+    over; return the token ``old`` still carries."""
+    first = (await leases.acquire_leases([stream], old, 0))[stream]
+    assert first.owner == old
+    taken = (await leases.acquire_leases([stream], new, 30))[stream]
+    assert (taken.owner, taken.epoch) == (new, first.epoch + 1)
+    return LeaseToken(old, first.epoch)
 
 
 class _State(msgspec.Struct):
@@ -512,3 +531,123 @@ class StoreContract:
         for name, bad in (("start", 0), ("page_size", 0), ("stop", -1), ("types", "test.noted")):
             with pytest.raises(ValueError, match=f"^{name} must be"):
                 LogPages(store, **{name: bad})  # type: ignore[arg-type]
+
+    # -- leases and fenced appends (backends several processes write) ---------------------
+    async def test_a_lease_token_never_stops_an_append_to_a_stream_nobody_leased(
+        self, store: EventStore
+    ) -> None:
+        token = LeaseToken("proc-a", 7)  # ignored by a backend one process writes
+        await store.append("l/free", [_noted(1)], NO_STREAM, lease=token)
+        with pytest.raises(VersionConflict):  # the expected version still applies
+            await store.append("l/free", [_noted(2)], NO_STREAM, lease=token)
+        assert [e.version for e in await store.read_stream("l/free")] == [1]
+
+    async def test_lease_epochs_rise_with_each_new_holder_and_never_repeat(
+        self, store: EventStore
+    ) -> None:
+        leases = _leases(store)
+        got = await leases.acquire_leases(["l/a", "l/b", "l/a"], "proc-a", 30)
+        assert {s: (x.owner, x.epoch) for s, x in got.items()} == {
+            "l/a": ("proc-a", 1),
+            "l/b": ("proc-a", 1),
+        }
+        again = (await leases.acquire_leases(["l/a"], "proc-a", 30))["l/a"]
+        assert again.epoch == 1 and again.expires_at >= got["l/a"].expires_at
+        refused = (await leases.acquire_leases(["l/a"], "proc-b", 30))["l/a"]
+        assert (refused.owner, refused.epoch) == ("proc-a", 1)  # held, unexpired
+        epochs = [1]
+        await _taken_over(leases, "l/a", "proc-a", "proc-b")  # expired, then taken
+        epochs.append((await leases.leases(["l/a"]))["l/a"].epoch)
+        for owner in ("proc-a", "proc-c", "proc-c", "proc-b"):
+            await leases.release_leases(["l/a"], (await leases.leases(["l/a"]))["l/a"].owner)
+            taken = (await leases.acquire_leases(["l/a"], owner, 30))["l/a"]
+            assert taken.owner == owner
+            epochs.append(taken.epoch)
+        # a release keeps the epoch: the same holder taking it back keeps it too
+        assert epochs == [1, 2, 3, 4, 4, 5]
+        current = await leases.leases(["l/a", "l/b", "l/never"])
+        assert set(current) == {"l/a", "l/b"}
+        assert (current["l/a"].owner, current["l/a"].epoch) == ("proc-b", 5)
+        assert (current["l/b"].owner, current["l/b"].epoch) == ("proc-a", 1)
+
+    async def test_an_append_with_a_stale_lease_is_fenced_and_writes_nothing(
+        self, store: EventStore
+    ) -> None:
+        leases = _leases(store)
+        key = EventMetadata(idempotency_key="l-once")
+        first = await leases.acquire_leases(["l/f"], "proc-a", 30)
+        token_a = LeaseToken("proc-a", first["l/f"].epoch)
+        written = await store.append("l/f", [_noted(1)], NO_STREAM, key, lease=token_a)
+        stale = await _taken_over(leases, "l/f", "proc-a", "proc-b")
+        assert stale == token_a
+        for expected in (1, ANY, 7):  # the fast path and the checked one
+            with pytest.raises(Fenced, match=r"'proc-b' \(lease epoch 2\)") as info:
+                await store.append("l/f", [_noted(2)], expected, lease=stale)
+            fenced = info.value
+            assert (fenced.stream, fenced.holder, fenced.epoch) == ("l/f", "proc-b", 2)
+            assert fenced.token == stale
+        # a retry of an append written before the takeover is answered as written
+        again = await store.append("l/f", [_noted(1)], NO_STREAM, key, lease=stale)
+        assert [e.position for e in again] == [e.position for e in written]
+        assert await store.head_position() == 1
+        [next_event] = await store.append("l/f", [_noted(3)], 1, lease=LeaseToken("proc-b", 2))
+        assert (next_event.position, next_event.version) == (2, 2)  # gapless
+        assert [e.event for e in await store.read_stream("l/f")] == [_noted(1), _noted(3)]
+
+    async def test_only_the_fenced_append_of_a_batch_fails(self, store: EventStore) -> None:
+        leases = _leases(store)
+        await leases.acquire_leases(["l/ok", "l/old"], "proc-a", 30)
+        await store.append("l/old", [_noted(0)], NO_STREAM, lease=LeaseToken("proc-a", 1))
+        stale = await _taken_over(leases, "l/old", "proc-a", "proc-b")
+        for expected in (ANY, 9):  # a batch the writer can guess, and one it cannot
+            results = await asyncio.gather(
+                store.append("l/ok", [_noted(1)], ANY, lease=LeaseToken("proc-a", 1)),
+                store.append("l/old", [_noted(2), _noted(3)], expected, lease=stale),
+                store.append("l/plain", [_noted(4)], ANY),
+                store.append("l/unleased", [_noted(5)], ANY, lease=LeaseToken("proc-a", 1)),
+                return_exceptions=True,
+            )
+            assert isinstance(results[1], Fenced) and results[1].holder == "proc-b"
+            written = [r for i, r in enumerate(results) if i != 1]
+            assert all(isinstance(r, list) for r in written), results
+        positions = [e.position for e in await store.read_all(1, 100)]
+        assert positions == list(range(1, 8))  # 1 + 2 batches of 3: the refused used none
+        assert await store.stream_version("l/old") == 1
+
+    async def test_renew_extends_only_the_leases_still_held(self, store: EventStore) -> None:
+        leases = _leases(store)
+        await leases.acquire_leases(["l/kept", "l/gone", "l/freed"], "proc-a", 30)
+        late = (await leases.acquire_leases(["l/late"], "proc-a", 0))["l/late"]
+        await _taken_over(leases, "l/gone", "proc-a", "proc-b")
+        await leases.release_leases(["l/freed"], "proc-a")
+        renewed = await leases.renew_leases("proc-a", 30)
+        # expired but not taken over: still proc-a's, renewed at the same epoch
+        assert sorted(renewed) == ["l/kept", "l/late"]
+        now = await leases.leases(["l/late", "l/freed", "l/gone"])
+        assert now["l/late"].expires_at > late.expires_at and now["l/late"].epoch == 1
+        assert await leases.renew_leases("proc-b", 30) == ["l/gone"]
+        assert await leases.renew_leases("proc-nobody", 30) == []
+        assert now["l/freed"].owner == "proc-a"  # released: kept, expired, not renewed
+        assert await leases.expired_leases("l/") == []  # nothing left behind
+        await leases.release_leases(None, "proc-a")
+        assert await leases.renew_leases("proc-a", 30) == []
+
+    async def test_expired_leases_lists_the_unreleased_expired_ones_under_a_prefix(
+        self, store: EventStore
+    ) -> None:
+        leases = _leases(store)
+        await leases.acquire_leases(["orph/x/live", "orph/xy/1"], "proc-a", 30)
+        await leases.acquire_leases(["orph/x/1"], "proc-a", 0)
+        await leases.acquire_leases(["orph/x/2", "orph/y/1"], "proc-b", 0)
+        await leases.acquire_leases(["orph/x/freed"], "proc-a", 0)
+        await leases.release_leases(["orph/x/freed"], "proc-a")
+        await leases.acquire_leases(["orph/x/3"], "proc-a", 0)
+        found = await leases.expired_leases("orph/x/")
+        assert [x.stream for x in found] == ["orph/x/1", "orph/x/2", "orph/x/3"]
+        assert [x.expires_at for x in found] == sorted(x.expires_at for x in found)
+        assert [x.owner for x in found] == ["proc-a", "proc-b", "proc-a"]
+        assert [x.stream for x in await leases.expired_leases("orph/x/", limit=1)] == ["orph/x/1"]
+        await leases.acquire_leases(["orph/x/1"], "proc-c", 30)  # taken over: live again
+        found = await leases.expired_leases("orph/")
+        assert [x.stream for x in found] == ["orph/x/2", "orph/y/1", "orph/x/3"]
+        assert await leases.expired_leases("none/") == []

@@ -5,7 +5,10 @@ size (100 events per ``insert_events``), in one run, on the same server. Both ru
 are medians and the ratio is the median of the per-round ratios (robust to a noisy host).
 
     python3 scripts/bench_store_pg.py --url postgresql://postgres@127.0.0.1:5432/clawlog \
-        [--quick] [--rounds 3]
+        [--quick] [--rounds 3] [--lease]
+
+``--lease`` also measures clawlog's appends each carrying a lease token (what a System on
+PostgreSQL sends: every stream leased, every append fenced), in the same rounds.
 """
 
 from __future__ import annotations
@@ -24,21 +27,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_store import STREAMS, Measured, event, eventsourcing_insert
 
-from clawlog.events import ANY, EventRegistry, open_store
+from clawlog.events import ANY, EventRegistry, LeaseToken, open_store
 from clawlog.events.backends.postgres import PostgresBackend
 
 
-async def clawlog_pg(url: str, n: int, producers: int) -> float:
+async def clawlog_pg(url: str, n: int, producers: int, leased: bool = False) -> float:
     schema = f"bench_{uuid.uuid4().hex[:8]}"
-    store = await open_store(
-        PostgresBackend(url, schema=schema, pool_size=4), registry=EventRegistry([Measured])
-    )
+    backend = PostgresBackend(url, schema=schema, pool_size=4)
+    store = await open_store(backend, registry=EventRegistry([Measured]))
     per = n // producers
+    tokens: list[LeaseToken | None] = [None] * STREAMS
+    if leased:  # taken before the clock starts, as a System does when a session starts
+        leases = await backend.acquire_leases(
+            [f"stream-{s}" for s in range(STREAMS)], "bench", 3600
+        )
+        tokens = [LeaseToken("bench", leases[f"stream-{s}"].epoch) for s in range(STREAMS)]
 
     async def producer(k: int) -> None:
         for i in range(per):
             g = k * per + i
-            await store.append(f"stream-{g % STREAMS}", [event(g)], ANY)
+            s = g % STREAMS
+            await store.append(f"stream-{s}", [event(g)], ANY, lease=tokens[s])
 
     started = time.perf_counter()
     await asyncio.gather(*(producer(k) for k in range(producers)))
@@ -78,14 +87,24 @@ async def _execute(url: str, sql: str) -> None:
     await conn.close()
 
 
-async def run_pg_section(url: str, quick: bool, rounds: int = 3) -> dict[str, float]:
+async def run_pg_section(
+    url: str, quick: bool, rounds: int = 3, leased: bool = False
+) -> dict[str, float]:
     n = 10_000 if quick else 40_000
-    ours, theirs = [], []
+    ours, theirs, fenced = [], [], []
     for _ in range(rounds):
         ours.append(await clawlog_pg(url, n, 100))
+        if leased:
+            fenced.append(await clawlog_pg(url, n, 100, leased=True))
         theirs.append(await asyncio.to_thread(eventsourcing_pg, url, n, 100))
+    extra = {}
+    if leased:
+        extra["clawlog append with a lease token, 100 producers (events/s)"] = statistics.median(
+            fenced
+        )
     return {
         "clawlog append, 100 producers (events/s)": statistics.median(ours),
+        **extra,
         "eventsourcing insert_events, 100 per call (events/s)": statistics.median(theirs),
         "pg_append100_vs_eventsourcing": statistics.median(
             a / b for a, b in zip(ours, theirs, strict=True)
@@ -98,8 +117,9 @@ def main() -> None:
     parser.add_argument("--url", required=True)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--lease", action="store_true", help="also append with lease tokens")
     args = parser.parse_args()
-    results = asyncio.run(run_pg_section(args.url, args.quick, args.rounds))
+    results = asyncio.run(run_pg_section(args.url, args.quick, args.rounds, args.lease))
     for key, value in results.items():
         print(f"{key}: {value:,.2f}")
     print(f"RATIOS pg_append100_vs_eventsourcing={results['pg_append100_vs_eventsourcing']:.2f}")

@@ -14,7 +14,9 @@ __all__ = [
     "ANY",
     "NO_STREAM",
     "ChainBackend",
+    "Lease",
     "LeaseBackend",
+    "LeaseToken",
     "SnapshotRecord",
     "StorageBackend",
     "check_expected_version",
@@ -92,24 +94,77 @@ def check_expected_version(stream: str, expected: int, actual: int) -> None:
         raise VersionConflict(stream, expected, actual)
 
 
+class Lease(msgspec.Struct, frozen=True):
+    """Who owns (writes) a stream, since which takeover, and until when."""
+
+    stream: str
+    #: The process holding the lease (a released or expired lease keeps its last holder).
+    owner: str
+    #: Goes up by one each time the holder changes; never goes down or repeats.
+    epoch: int
+    #: When the lease expires, in the server's clock (seconds since the Unix epoch).
+    expires_at: float
+
+
+class LeaseToken(msgspec.Struct, frozen=True):
+    """What a lease holder presents with an append: the append is refused with
+    :class:`~clawlog.events.Fenced` once another holder has taken the stream over."""
+
+    owner: str
+    epoch: int
+
+
 @runtime_checkable
 class LeaseBackend(Protocol):
     """Optional: stream ownership for backends shared by several processes (PostgreSQL).
 
-    A lease says which process owns (writes) a stream until it expires. Backends that
-    only one process can write (SQLite, memory) do not implement it.
+    A lease says which process owns (writes) a stream until it expires; its epoch goes up
+    with each change of holder, and an append carrying an older :class:`LeaseToken` is
+    refused (fencing) in the same step that assigns its positions. Backends that only one
+    process can write (SQLite, memory) do not implement it. Times are the server's.
     """
+
+    def append(
+        self,
+        stream: str,
+        records: Sequence[NewRecord],
+        expected_version: int,
+        metadata: EventMetadata,
+        *,
+        lease: LeaseToken | None = None,
+    ) -> Awaitable[list[StoredRecord]]:
+        """As :meth:`StorageBackend.append`; with ``lease``, refused with ``Fenced`` when
+        the stream's lease exists and is held by another (owner, epoch). Without a lease
+        row the append goes on (its expected version still applies)."""
+        ...
 
     async def acquire_leases(
         self, streams: Sequence[str], owner: str, ttl_s: float
-    ) -> dict[str, str]:
-        """Take or extend leases; return ``{stream: holder}`` for those another owner holds."""
+    ) -> dict[str, Lease]:
+        """Take or extend each lease for ``owner`` (granted when the stream has no lease,
+        its lease expired, or ``owner`` holds it) in one round trip; return each stream's
+        lease after the call: granted when ``lease.owner == owner``."""
         ...
 
-    async def renew_leases(self, owner: str, ttl_s: float) -> int: ...
+    async def renew_leases(self, owner: str, ttl_s: float) -> list[str]:
+        """Extend every lease ``owner`` still holds and has not released (expired ones
+        too: nobody took them over); return their streams. A stream missing from the
+        answer was taken over, or released."""
+        ...
 
     async def release_leases(self, streams: Sequence[str] | None, owner: str) -> None:
-        """Release the given leases of ``owner`` (all of them when ``streams`` is None)."""
+        """Expire the given leases of ``owner`` (all of them when ``streams`` is None);
+        their rows and epochs stay, so the next holder's epoch is higher."""
+        ...
+
+    async def leases(self, streams: Sequence[str]) -> dict[str, Lease]:
+        """The current leases of ``streams`` (a stream never leased is absent)."""
+        ...
+
+    async def expired_leases(self, prefix: str, limit: int = 1000) -> list[Lease]:
+        """Leases of streams starting with ``prefix`` that expired without being
+        released, oldest expiry first: the streams a dead (or stalled) process left
+        behind. Released leases are not listed: their owner stopped serving them."""
         ...
 
 

@@ -17,6 +17,12 @@ are hashed :data:`UPGRADE_BATCH` per transaction (each holds the append lock tha
 tens of seconds per million events), while other processes keep appending (an append
 meanwhile first hashes what is left).
 
+Leases (:class:`~.base.LeaseBackend`) say which process writes a stream; each change of
+holder raises the lease's epoch, and an append that carries a :class:`~.base.LeaseToken`
+is refused with :class:`Fenced` by the server-side append function once the stream's
+lease has moved on, under the same lock that assigns positions (:mod:`.postgres_sql`).
+Lease times are the server's clock, so processes need not agree on theirs.
+
 ``read_only=True`` opens an existing log without changing anything: no DDL, no upgrade,
 no writer (appends, snapshots and leases are refused). ``clawlog verify`` and every CLI
 reader open it so: looking at a log, an old one included, never changes it; its
@@ -28,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,9 +49,16 @@ from ..errors import (
     StoreUnavailable,
 )
 from ..logging import get_logger
-from .base import SnapshotRecord
+from .base import Lease, LeaseToken, SnapshotRecord
 from .chain_damage import LOST_HEAD_ADVICE, READ_LOST_HEAD_REASON
-from .postgres_sql import SCHEMA_VERSION, UPGRADE_BATCH, chain_upgrade_sql, ddl
+from .postgres_sql import (
+    CHAIN_SCHEMA,
+    SCHEMA_VERSION,
+    UPGRADE_BATCH,
+    acquire_leases_sql,
+    chain_upgrade_sql,
+    ddl,
+)
 from .postgres_writer import UNAVAILABLE as _UNAVAILABLE
 from .postgres_writer import PostgresWriter
 
@@ -57,6 +69,9 @@ _COLUMNS = (
     "position, stream, version, type, schema_version, payload, recorded_at, "
     "correlation_id, causation_id, actor, idempotency_key"
 )
+_LEASE_COLUMNS = "stream, owner, epoch, expires_at"
+#: The server's clock in seconds since the Unix epoch: every lease time is in it.
+_NOW = "extract(epoch FROM clock_timestamp())"
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 #: SQLSTATEs of a read whose table, column or schema is gone: the log is damaged.
 _MISSING_SCHEMA = frozenset({"42P01", "42703", "3F000"})
@@ -222,11 +237,14 @@ class PostgresBackend:
         records: Sequence[NewRecord],
         expected_version: int,
         metadata: EventMetadata,
+        *,
+        lease: LeaseToken | None = None,
     ) -> asyncio.Future[list[StoredRecord]]:
-        """Queue the append for the writer's next batch; the future holds its result."""
+        """Queue the append for the writer's next batch; the future holds its result
+        (:class:`Fenced` when ``lease`` is no longer the stream's)."""
         self._check_writable()
         assert self._writer is not None
-        return self._writer.submit(stream, records, expected_version, metadata)
+        return self._writer.submit(stream, records, expected_version, metadata, lease)
 
     async def _span(self, first: int, last: int) -> list[StoredRecord]:
         """The rows an earlier append wrote (a repeated idempotency key). The writer calls
@@ -324,7 +342,7 @@ class PostgresBackend:
             "WHERE m.key = 'schema_version')",
             f"{s}.chain_head",
         )
-        if found[0] is None and (found[1] or 1) < SCHEMA_VERSION:
+        if found[0] is None and (found[1] or 1) < CHAIN_SCHEMA:
             return None  # a log from before the chain, that no writer has opened since
         rows = await self._fetch(
             f"SELECT (SELECT coalesce(max(position), 0) FROM {s}.events), h.position, h.hash, "
@@ -333,7 +351,7 @@ class PostgresBackend:
             f"FROM (SELECT 1) one LEFT JOIN {s}.chain_head h ON h.id = 1"
         )
         last, recorded, recorded_hash, complete, version = rows[0]
-        if recorded is None and version >= SCHEMA_VERSION:
+        if recorded is None and version >= CHAIN_SCHEMA:
             # Never re-created on a chained log (postgres_sql.ddl): it would hide a cut tail.
             log = f"in PostgreSQL schema {s}"
             raise StoreDamaged(log, None, READ_LOST_HEAD_REASON, advice=LOST_HEAD_ADVICE)
@@ -355,49 +373,54 @@ class PostgresBackend:
     # -- leases (one owner process per stream) --------------------------------------------
     async def acquire_leases(
         self, streams: Sequence[str], owner: str, ttl_s: float
-    ) -> dict[str, str]:
+    ) -> dict[str, Lease]:
         self._check_writable()
-        refused = {}
-        now = time.time()
-        for stream in streams:
-            rows = await self._fetch(
-                f"INSERT INTO {self.schema}.stream_leases VALUES ($1, $2, $3) "
-                "ON CONFLICT (stream) DO UPDATE SET owner = excluded.owner, "
-                "expires_at = excluded.expires_at "
-                f"WHERE {self.schema}.stream_leases.owner = excluded.owner "
-                f"OR {self.schema}.stream_leases.expires_at < $4 RETURNING owner",
-                stream,
-                owner,
-                now + ttl_s,
-                now,
-            )
-            if not rows:
-                holder = await self._fetch(
-                    f"SELECT owner FROM {self.schema}.stream_leases WHERE stream = $1", stream
-                )
-                refused[stream] = holder[0][0] if holder else "unknown"
-        return refused
+        # Sorted: two processes taking overlapping sets lock their rows in one order.
+        wanted = sorted(set(streams))
+        rows = await self._fetch(acquire_leases_sql(self.schema), wanted, owner, ttl_s)
+        return {row[0]: Lease(*row) for row in rows}
 
-    async def renew_leases(self, owner: str, ttl_s: float) -> int:
+    async def renew_leases(self, owner: str, ttl_s: float) -> list[str]:
         self._check_writable()
-        result = await self._execute(
-            f"UPDATE {self.schema}.stream_leases SET expires_at = $2 WHERE owner = $1",
+        rows = await self._fetch(
+            f"UPDATE {self.schema}.stream_leases SET expires_at = {_NOW} + $2 "
+            "WHERE owner = $1 AND NOT released RETURNING stream",
             owner,
-            time.time() + ttl_s,
+            ttl_s,
         )
-        return int(str(result).split()[-1])
+        return [row[0] for row in rows]
 
     async def release_leases(self, streams: Sequence[str] | None, owner: str) -> None:
         self._check_writable()
+        # Expired and marked, never deleted: the next holder's epoch continues from it.
+        sql = (
+            f"UPDATE {self.schema}.stream_leases SET released = true, "
+            f"expires_at = least(expires_at, {_NOW}) WHERE owner = $1"
+        )
         if streams is None:
-            await self._execute(f"DELETE FROM {self.schema}.stream_leases WHERE owner = $1", owner)
+            await self._execute(sql, owner)
         else:
-            await self._execute(
-                f"DELETE FROM {self.schema}.stream_leases WHERE owner = $1 "
-                "AND stream = any($2::text[])",
-                owner,
-                list(streams),
-            )
+            await self._execute(sql + " AND stream = any($2::text[])", owner, list(streams))
+
+    async def leases(self, streams: Sequence[str]) -> dict[str, Lease]:
+        self._check_writable()
+        rows = await self._fetch(
+            f"SELECT {_LEASE_COLUMNS} FROM {self.schema}.stream_leases "
+            "WHERE stream = any($1::text[])",
+            list(streams),
+        )
+        return {row[0]: Lease(*row) for row in rows}
+
+    async def expired_leases(self, prefix: str, limit: int = 1000) -> list[Lease]:
+        self._check_writable()
+        rows = await self._fetch(
+            f"SELECT {_LEASE_COLUMNS} FROM {self.schema}.stream_leases "
+            f"WHERE NOT released AND expires_at <= {_NOW} "
+            "AND left(stream, length($1)) = $1 ORDER BY expires_at, stream LIMIT $2",
+            prefix,
+            limit,
+        )
+        return [Lease(*row) for row in rows]
 
     # -- helpers ------------------------------------------------------------------------
     async def _fetch(self, sql: str, *params: Any, position: int | None = None) -> list[Any]:

@@ -18,7 +18,21 @@ kind  meaning                         a, b / detail
 1     duplicate of an earlier append  first and last position of the original
 2     version conflict                b = the stream's actual version
 3     key used for another stream     detail = that stream
+4     fenced: the lease moved on      a = the lease's epoch, detail = its holder
 ====  ==============================  ===================
+
+Fencing: a request may carry a lease token (owner, epoch). Under the lock, after its
+idempotency key (a repeat of an append already written is answered as such) and before
+its expected version, a token that differs from the stream's ``stream_leases`` row is
+refused (kind 4); no row at all lets it through. ``append_known`` checks the tokens of
+its batch the same way and, if one is stale, fails whole (:data:`FENCED_SQLSTATE`) so
+the writer sends the batch through ``append_batch``, which refuses that request only.
+``acquire_leases`` takes or extends leases in one call: a new row starts at epoch 1 and
+each change of holder adds one (rows are never deleted: a released lease is expired and
+marked, so epochs never repeat). A takeover first takes ``SHARE`` on the events table,
+which waits for appends in flight and holds new ones back until it commits: every
+append of the old holder lands before the new epoch (where the new holder reads it) or
+is refused.
 
 Both functions extend the hash chain (:mod:`..chain`) under the same lock: they read the
 recorded head from ``chain_head``, hash each inserted event in position order with
@@ -28,27 +42,40 @@ head past the table's last row) positions continue after the recorded head, so t
 stays visible. Rows past the recorded head, or a ``chain_head`` without its row, can only
 come from outside clawlog: the append is refused (:data:`PAST_HEAD_SQLSTATE`,
 :data:`LOST_HEAD_SQLSTATE`; the writer raises :class:`StoreDamaged`), and ``ddl`` never
-re-creates the row on a schema 2 log that has events. ``chain_upgrade`` hashes the rows
-of a log from before the chain (schema 1) a batch per call; until it is done, an append
-first hashes what is left.
+re-creates the row on a chained log (schema 2 on) that has events. ``chain_upgrade``
+hashes the rows of a log from before the chain (schema 1) a batch per call; until it is
+done, an append first hashes what is left.
+
+Schema 3 (the lease epochs) upgrades a schema 2 log in place in ``ddl``: the
+``stream_leases`` columns ``epoch`` (existing leases start at 1) and ``released``, and
+the append functions' new signatures (the old ones are dropped in the same transaction,
+so a writer can never reach an unfenced overload). An older clawlog then refuses the
+log as newer (its writers' calls fail: their functions are gone). A schema 1 log gets
+both steps: the tables in ``ddl``, the version once its chain is complete.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "APPEND_KINDS",
+    "CHAIN_SCHEMA",
+    "FENCED_SQLSTATE",
     "LOST_HEAD_SQLSTATE",
     "PAST_HEAD_SQLSTATE",
     "SCHEMA_VERSION",
     "UPGRADE_BATCH",
+    "acquire_leases_sql",
     "append_known_sql",
     "append_sql",
     "chain_upgrade_sql",
     "ddl",
 ]
 
-#: 2: the hash chain (``events.hash``, ``chain_head``); 1: before it.
-SCHEMA_VERSION = 2
+#: 3: lease epochs and fenced appends; 2: the hash chain (``events.hash``,
+#: ``chain_head``); 1: before it.
+SCHEMA_VERSION = 3
+#: The first schema with the hash chain: a log below it has none yet.
+CHAIN_SCHEMA = 2
 #: Rows ``chain_upgrade`` hashes per call (per transaction).
 UPGRADE_BATCH = 10_000
 #: The SQLSTATEs of an append refused because of the hash chain (:mod:`.chain_damage`):
@@ -56,8 +83,19 @@ UPGRADE_BATCH = 10_000
 #: without its row. A class of their own: no PostgreSQL error uses ``CL``.
 PAST_HEAD_SQLSTATE = "CL001"
 LOST_HEAD_SQLSTATE = "CL002"
+#: ``append_known`` met a stale lease token: the writer resends through ``append_batch``.
+FENCED_SQLSTATE = "CL003"
 _GENESIS = "decode(repeat('00', 32), 'hex')"
-APPEND_KINDS = {"appended": 0, "duplicate": 1, "conflict": 2, "key_reused": 3}
+APPEND_KINDS = {"appended": 0, "duplicate": 1, "conflict": 2, "key_reused": 3, "fenced": 4}
+#: The append functions' signatures before schema 3, dropped by the upgrade.
+_OLD_APPEND_BATCH = (
+    "text[], int[], int[], text[], text[], int[], bytea[], text[], text[], text[], text[], "
+    "text[], float8, text"
+)
+_OLD_APPEND_KNOWN = (
+    "text[], int[], text[], int[], bytea[], text[], text[], text[], text[], text[], text[], "
+    "int[], int[], float8, text"
+)
 
 
 def ddl(schema: str) -> str:
@@ -78,7 +116,7 @@ def ddl(schema: str) -> str:
         SELECT 1, 0, {_GENESIS}, NOT EXISTS (SELECT 1 FROM {schema}.events)
          WHERE NOT EXISTS (SELECT 1 FROM {schema}.events)
             OR coalesce((SELECT m.value::int FROM {schema}.clawlog_meta m
-                          WHERE m.key = 'schema_version'), 1) < {SCHEMA_VERSION}
+                          WHERE m.key = 'schema_version'), 1) < {CHAIN_SCHEMA}
         ON CONFLICT (id) DO NOTHING;
     CREATE TABLE IF NOT EXISTS {schema}.idempotency_keys (
         key TEXT PRIMARY KEY, stream TEXT NOT NULL, first_position BIGINT NOT NULL,
@@ -87,12 +125,24 @@ def ddl(schema: str) -> str:
         stream TEXT PRIMARY KEY, version INTEGER NOT NULL, state_type TEXT NOT NULL,
         payload BYTEA NOT NULL, recorded_at DOUBLE PRECISION NOT NULL);
     CREATE TABLE IF NOT EXISTS {schema}.stream_leases (
-        stream TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL);
+        stream TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at DOUBLE PRECISION NOT NULL,
+        epoch BIGINT NOT NULL DEFAULT 1, released BOOLEAN NOT NULL DEFAULT false);
+    ALTER TABLE {schema}.stream_leases ADD COLUMN IF NOT EXISTS epoch BIGINT NOT NULL DEFAULT 1;
+    ALTER TABLE {schema}.stream_leases
+        ADD COLUMN IF NOT EXISTS released BOOLEAN NOT NULL DEFAULT false;
+    CREATE INDEX IF NOT EXISTS stream_leases_unreleased
+        ON {schema}.stream_leases (expires_at) WHERE NOT released;
     INSERT INTO {schema}.clawlog_meta VALUES ('schema_version', '{SCHEMA_VERSION}')
         ON CONFLICT (key) DO NOTHING;
+    DROP FUNCTION IF EXISTS {schema}.append_batch({_OLD_APPEND_BATCH});
+    DROP FUNCTION IF EXISTS {schema}.append_known({_OLD_APPEND_KNOWN});
     {_chain_functions(schema)}
     {_append_function(schema)}
     {_append_known_function(schema)}
+    {_acquire_function(schema)}
+    UPDATE {schema}.clawlog_meta SET value = '{SCHEMA_VERSION}'
+     WHERE key = 'schema_version' AND value::int >= {CHAIN_SCHEMA}
+       AND value::int < {SCHEMA_VERSION};
     """
 
 
@@ -200,18 +250,30 @@ def append_sql(schema: str) -> str:
     """The statement the writer runs per batch (asyncpg prepares it once per connection)."""
     return (
         f"SELECT kind, a, b, detail FROM {schema}.append_batch("
-        "$1::text[], $2::int[], $3::int[], $4::text[], $5::text[], $6::int[], $7::bytea[], "
-        "$8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::float8, $14::text)"
+        "$1::text[], $2::int[], $3::int[], $4::text[], $5::text[], $6::bigint[], $7::text[], "
+        "$8::int[], $9::bytea[], $10::text[], $11::text[], $12::text[], $13::text[], "
+        "$14::text[], $15::float8, $16::text)"
     )
 
 
 def append_known_sql(schema: str) -> str:
     """The fast path: versions (and key spans, as offsets from the head) computed by the
-    writer from what it knows; returns the head before the insert."""
+    writer from what it knows, and the batch's lease tokens (stream, owner, epoch: NULL
+    when none); returns the head before the insert."""
     return (
         f"SELECT {schema}.append_known($1::text[], $2::int[], $3::text[], $4::int[], "
         "$5::bytea[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], "
-        "$11::text[], $12::int[], $13::int[], $14::float8, $15::text)"
+        "$11::text[], $12::int[], $13::int[], $14::text[], $15::text[], $16::bigint[], "
+        "$17::float8, $18::text)"
+    )
+
+
+def acquire_leases_sql(schema: str) -> str:
+    """Take or extend the leases of ``$1`` (sorted, distinct) for ``$2`` for ``$3``
+    seconds; one row per stream: its lease after the call."""
+    return (
+        "SELECT stream, owner, epoch, expires_at "
+        f"FROM {schema}.acquire_leases($1::text[], $2::text, $3::float8)"
     )
 
 
@@ -223,7 +285,8 @@ def _append_known_function(s: str) -> str:
     CREATE OR REPLACE FUNCTION {s}.append_known(
         e_stream text[], e_version int[], e_type text[], e_schema int[], e_payload bytea[],
         e_corr text[], e_caus text[], e_actor text[], e_key text[],
-        k_key text[], k_stream text[], k_first int[], k_last int[], at float8, channel text)
+        k_key text[], k_stream text[], k_first int[], k_last int[],
+        f_stream text[], f_owner text[], f_epoch bigint[], at float8, channel text)
     RETURNS bigint
     LANGUAGE plpgsql AS $fn$
     DECLARE
@@ -232,6 +295,13 @@ def _append_known_function(s: str) -> str:
         e_hash bytea[] := '{{}}';
     BEGIN
         LOCK TABLE {s}.events IN EXCLUSIVE MODE;
+        IF f_stream IS NOT NULL AND EXISTS (
+            SELECT 1 FROM unnest(f_stream, f_owner, f_epoch) AS f(stream, owner, epoch)
+              JOIN {s}.stream_leases l ON l.stream = f.stream
+             WHERE l.owner <> f.owner OR l.epoch <> f.epoch) THEN
+            RAISE EXCEPTION USING ERRCODE = '{FENCED_SQLSTATE}',
+                MESSAGE = 'a lease token of the batch is stale: nothing is appended';
+        END IF;
         SELECT coalesce(max(position), 0) INTO head FROM {s}.events;
         SELECT c.head, c.prev INTO head, prev FROM {s}.chain_start(head) c;
         FOR i IN 1 .. cardinality(e_stream) LOOP
@@ -263,11 +333,13 @@ def _append_known_function(s: str) -> str:
 
 def _append_function(s: str) -> str:
     # r_*: one entry per request; e_*: one per event, requests' events in request order.
+    # r_owner/r_epoch: the request's lease token (NULL: none; the arrays NULL: no tokens).
     return f"""
     CREATE OR REPLACE FUNCTION {s}.append_batch(
         r_stream text[], r_expected int[], r_count int[], r_key text[],
-        e_type text[], e_schema int[], e_payload bytea[], e_stream text[],
-        e_corr text[], e_caus text[], e_actor text[], e_key text[], at float8, channel text)
+        r_owner text[], r_epoch bigint[], e_type text[], e_schema int[], e_payload bytea[],
+        e_stream text[], e_corr text[], e_caus text[], e_actor text[], e_key text[],
+        at float8, channel text)
     RETURNS TABLE (kind int, a bigint, b bigint, detail text)
     LANGUAGE plpgsql AS $fn$
     DECLARE
@@ -289,6 +361,8 @@ def _append_function(s: str) -> str:
         k_stream text;
         k_first bigint;
         k_last bigint;
+        l_owner text;
+        l_epoch bigint;
         prev bytea;
         e_hash bytea[] := array_fill(NULL::bytea, ARRAY[cardinality(e_type)]);
     BEGIN
@@ -313,6 +387,16 @@ def _append_function(s: str) -> str:
                         o_kind := o_kind || 1; o_a := o_a || k_first;
                         o_b := o_b || k_last; o_detail := o_detail || NULL::text;
                     END IF;
+                    src := src + r_count[i];
+                    CONTINUE;
+                END IF;
+            END IF;
+            IF r_owner[i] IS NOT NULL THEN
+                SELECT l.owner, l.epoch INTO l_owner, l_epoch
+                  FROM {s}.stream_leases l WHERE l.stream = r_stream[i];
+                IF FOUND AND (l_owner <> r_owner[i] OR l_epoch <> r_epoch[i]) THEN
+                    o_kind := o_kind || 4; o_a := o_a || l_epoch;
+                    o_b := o_b || 0::bigint; o_detail := o_detail || l_owner;
                     src := src + r_count[i];
                     CONTINUE;
                 END IF;
@@ -364,6 +448,38 @@ def _append_function(s: str) -> str:
             PERFORM pg_notify(channel, (head + accepted)::text);
         END IF;
         RETURN QUERY SELECT * FROM unnest(o_kind, o_a, o_b, o_detail);
+    END
+    $fn$;
+    """
+
+
+def _acquire_function(s: str) -> str:
+    # Only a change of holder takes the events lock: extending one's own leases, or
+    # taking streams nobody holds, never waits for appends. Without the lock a stream
+    # that another owner holds is not taken (a row that appeared meanwhile: refused).
+    return f"""
+    CREATE OR REPLACE FUNCTION {s}.acquire_leases(p_streams text[], p_owner text, ttl float8)
+    RETURNS TABLE (stream text, owner text, epoch bigint, expires_at float8)
+    LANGUAGE plpgsql AS $fn$
+    DECLARE
+        t float8 := extract(epoch FROM clock_timestamp());
+        takeover boolean := false;
+    BEGIN
+        IF EXISTS (SELECT 1 FROM {s}.stream_leases l
+                    WHERE l.stream = any(p_streams) AND l.owner <> p_owner
+                      AND l.expires_at <= t) THEN
+            LOCK TABLE {s}.events IN SHARE MODE;
+            takeover := true;
+        END IF;
+        INSERT INTO {s}.stream_leases AS l (stream, owner, expires_at, epoch, released)
+        SELECT u.stream, p_owner, t + ttl, 1, false
+          FROM unnest(p_streams) WITH ORDINALITY AS u(stream, n) ORDER BY u.n
+        ON CONFLICT ON CONSTRAINT stream_leases_pkey DO UPDATE
+           SET owner = excluded.owner, expires_at = excluded.expires_at, released = false,
+               epoch = l.epoch + CASE WHEN l.owner = excluded.owner THEN 0 ELSE 1 END
+         WHERE l.owner = excluded.owner OR (takeover AND l.expires_at <= t);
+        RETURN QUERY SELECT l.stream, l.owner, l.epoch, l.expires_at
+          FROM {s}.stream_leases l WHERE l.stream = any(p_streams);
     END
     $fn$;
     """

@@ -12,6 +12,10 @@ Such a guess can only lag the truth, so a wrong one collides with UNIQUE (stream
 (or an idempotency key's primary key), the statement fails whole, and the batch goes again
 through ``append_batch``, which checks every expected version and key under the lock.
 
+Requests may carry a lease token (fencing): the fast path passes the batch's tokens and
+fails whole on a stale one (like a wrong guess), and ``append_batch`` refuses just that
+request with :class:`Fenced`.
+
 A lost connection fails the batch in flight with :class:`StoreUnavailable` (the outcome
 is unknown: retry with the same idempotency key) and the next batch reconnects.
 """
@@ -29,6 +33,7 @@ import asyncpg
 from ..envelope import EventMetadata, NewRecord, StoredRecord
 from ..errors import (
     EventStoreError,
+    Fenced,
     IdempotencyKeyReused,
     StoreDamaged,
     StoreUnavailable,
@@ -36,10 +41,11 @@ from ..errors import (
 )
 from ..logging import get_logger
 from ..telemetry import METRIC_BACKEND, instruments, metrics_enabled
-from .base import ANY, NO_STREAM
+from .base import ANY, NO_STREAM, LeaseToken
 from .chain_damage import CHAIN_ADVICE, LOST_HEAD_REASON, past_head_reason
 from .postgres_sql import (
     APPEND_KINDS,
+    FENCED_SQLSTATE,
     LOST_HEAD_SQLSTATE,
     PAST_HEAD_SQLSTATE,
     append_known_sql,
@@ -56,8 +62,8 @@ UNAVAILABLE = (
     # What a fetch raises on a link the server has just dropped (a restart).
     asyncpg.InternalClientError,
 )
-_APPENDED, _DUPLICATE, _CONFLICT, _KEY_REUSED = (
-    APPEND_KINDS[k] for k in ("appended", "duplicate", "conflict", "key_reused")
+_APPENDED, _DUPLICATE, _CONFLICT, _KEY_REUSED, _FENCED = (
+    APPEND_KINDS[k] for k in ("appended", "duplicate", "conflict", "key_reused", "fenced")
 )
 _log = get_logger(__name__)
 _METRIC_ATTRIBUTES = {METRIC_BACKEND: "postgres"}
@@ -66,7 +72,7 @@ ReadSpan = Callable[[int, int], Awaitable[list[StoredRecord]]]
 
 
 class _Request:
-    __slots__ = ("expected", "future", "metadata", "records", "stream")
+    __slots__ = ("expected", "future", "lease", "metadata", "records", "stream")
 
     def __init__(
         self,
@@ -75,9 +81,10 @@ class _Request:
         expected: int,
         metadata: EventMetadata,
         future: asyncio.Future[list[StoredRecord]],
+        lease: LeaseToken | None,
     ) -> None:
         self.stream, self.records, self.expected = stream, records, expected
-        self.metadata, self.future = metadata, future
+        self.metadata, self.future, self.lease = metadata, future, lease
 
 
 class PostgresWriter:
@@ -107,10 +114,15 @@ class PostgresWriter:
         self._task = asyncio.create_task(self._run(), name="clawlog-pg-writer")
 
     def submit(
-        self, stream: str, records: Sequence[NewRecord], expected: int, metadata: EventMetadata
+        self,
+        stream: str,
+        records: Sequence[NewRecord],
+        expected: int,
+        metadata: EventMetadata,
+        lease: LeaseToken | None = None,
     ) -> asyncio.Future[list[StoredRecord]]:
         future: asyncio.Future[list[StoredRecord]] = asyncio.get_running_loop().create_future()
-        self._queue.append(_Request(stream, records, expected, metadata, future))
+        self._queue.append(_Request(stream, records, expected, metadata, future, lease))
         self._wake.set()
         return future
 
@@ -177,19 +189,28 @@ class PostgresWriter:
         return EventStoreError(f"append failed: {exc!r}")
 
     async def _write(self, conn: asyncpg.Connection, batch: list[_Request]) -> list[Any]:
-        now, columns = time.time(), _columns(batch)
+        now, columns, fenced = time.time(), _columns(batch), _tokens(batch)
         guess = self._guess_versions(batch)
         if guess is not None:
             try:
-                return await self._write_known(conn, batch, columns, guess, now)
+                return await self._write_known(conn, batch, columns, fenced, guess, now)
             except asyncpg.UniqueViolationError:
                 pass  # another process wrote one of these streams, or a key exists
+            except asyncpg.PostgresError as exc:
+                if getattr(exc, "sqlstate", None) != FENCED_SQLSTATE:
+                    raise  # else a token is stale: append_batch refuses that request only
+        owners = epochs = None
+        if fenced is not None:
+            owners = [None if r.lease is None else r.lease.owner for r in batch]
+            epochs = [None if r.lease is None else r.lease.epoch for r in batch]
         rows = await conn.fetch(
             self._sql,
             [r.stream for r in batch],
             [r.expected for r in batch],
             [len(r.records) for r in batch],
             [r.metadata.idempotency_key for r in batch],
+            owners,
+            epochs,
             *columns,
             now,
             self._channel,
@@ -223,6 +244,7 @@ class PostgresWriter:
         conn: asyncpg.Connection,
         batch: list[_Request],
         columns: list[list[Any]],
+        fenced: list[list[Any]] | None,
         guess: tuple[list[int], dict[str, int]],
         now: float,
     ) -> list[Any]:
@@ -252,6 +274,7 @@ class PostgresWriter:
             e_actor,
             e_key,
             *keys,
+            *(fenced or (None, None, None)),
             now,
             self._channel,
         )
@@ -310,6 +333,9 @@ class PostgresWriter:
             return self._stored(request, a, b, now)
         if kind == _CONFLICT:
             return VersionConflict(request.stream, request.expected, b)
+        if kind == _FENCED:
+            assert request.lease is not None
+            return Fenced(request.stream, detail, a, request.lease)
         if kind == _KEY_REUSED:
             key = request.metadata.idempotency_key
             return IdempotencyKeyReused(f"idempotency key {key!r} was used for stream {detail!r}")
@@ -361,3 +387,11 @@ def _columns(batch: list[_Request]) -> list[list[Any]]:
         e_actor += [meta.actor] * n
         e_key += [meta.idempotency_key] * n
     return columns
+
+
+def _tokens(batch: list[_Request]) -> list[list[Any]] | None:
+    """The batch's lease tokens as columns (stream, owner, epoch), or None without any."""
+    tokens = [(r.stream, r.lease) for r in batch if r.lease is not None]
+    if not tokens:
+        return None
+    return [[s for s, _ in tokens], [t.owner for _, t in tokens], [t.epoch for _, t in tokens]]

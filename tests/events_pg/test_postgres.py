@@ -94,6 +94,8 @@ async def test_a_slow_transaction_never_lets_a_reader_skip_its_position(pg_url: 
             [NO_STREAM],
             [1],
             [None],
+            [None],  # no lease token (owner, epoch)
+            [None],
             ["test.noted"],
             [1],
             [payload],
