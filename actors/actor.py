@@ -31,6 +31,7 @@ from clawlog.events import (
     CorruptEvent,
     Event,
     EventMetadata,
+    Fenced,
     RecordedEvent,
     StoreDamaged,
     StoreUnavailable,
@@ -70,6 +71,7 @@ from .internal import (
     ChildEscalated,
     ChildStopped,
     IdleCheck,
+    LeaseLost,
     RecordLater,
     RestartDue,
     TimerDue,
@@ -87,6 +89,8 @@ Reply = LoopReply | ThreadReply
 DEFERRED: Any = object()
 _INTERNAL = frozenset({RestartDue, ChildEscalated, ChildStopped, AwaitRecovery, IdleCheck})
 _READ_PAGE = 1000
+#: How many times an append to a shared stream is tried before its conflict is raised.
+_SHARED_TRIES = 5
 _TIMER_EVENTS = frozenset({TimerSet, TimerFired, TimerSkipped, TimerCancelled, TimerMoved})
 
 
@@ -101,6 +105,11 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
     #: Passivate (stop; recovered from the stream on the next message) after this many
     #: idle seconds; None = never. ``is_idle()`` decides what idle means.
     idle_timeout_s: float | None = None
+    #: True for a stream several processes write (an agent's supervisor on a shared
+    #: PostgreSQL log): no lease is taken, and an append that finds the stream moved on
+    #: reads what the others wrote, folds it and appends again (its events must stay true
+    #: after theirs). False: one owner, leased, fenced.
+    shared_stream: ClassVar[bool] = False
     use_daemon_thread = True
 
     def __init__(
@@ -143,6 +152,8 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
         self._kept_tries = 0
         #: True while the stream is folded at (re)start: timers are armed once at its end.
         self._recovering = False
+        #: Another process took this stream over: this actor stops, writing nothing.
+        self._stepped_back = False
 
     # -- hooks for subclasses -----------------------------------------------------------
     def initial_state(self) -> S:
@@ -196,6 +207,13 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
         what it causes (by default it causes nothing else)."""
         self.emit([outcome])
 
+    def on_step_back(self, error: StreamOwnedElsewhere) -> list[tuple[Any, Any]]:
+        """Another process owns this stream now (a renewal found the lease gone, or an
+        append was fenced): this actor stops at once and writes nothing. Answer or hand
+        over what is in flight; return (message, reply) pairs to go back to the parent
+        (like a passivating actor's). By default: none."""
+        return []
+
     def clock_now(self) -> float:
         """The time on the System's clock, the one durable timers are set and fire by."""
         return self.runtime.timers.clock.now()
@@ -226,13 +244,46 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
             actor=self.path,
             idempotency_key=idempotency_key,
         )
-        recorded = self.runtime.run(
-            self.runtime.store.append(self.path, list(events), self.version, meta)
-        )
+        if self.shared_stream:
+            recorded = self._append_shared(list(events), meta)
+        else:
+            recorded = self.runtime.run(self._append(list(events), self.version, meta))
         for item in recorded:
             self._apply_recorded(item)
         self._maybe_snapshot(len(recorded))
         return recorded
+
+    def _append(
+        self, events: list[Event], expected: int, meta: EventMetadata
+    ) -> Coroutine[Any, Any, list[RecordedEvent]]:
+        """The append of this actor's own stream, fenced by its lease when it has one (a
+        store shared by processes: an older epoch than the stream's is refused)."""
+        lease = self.runtime.ownership.token(self.path)
+        if lease is None:
+            return self.runtime.store.append(self.path, events, expected, meta)
+        return self.runtime.store.append(self.path, events, expected, meta, lease=lease)
+
+    def _append_shared(self, events: list[Event], meta: EventMetadata) -> list[RecordedEvent]:
+        """Append to a stream other processes write too: on a conflict, fold what they
+        wrote and append again (a few times; then the conflict is raised)."""
+        store = self.runtime.store
+        for _ in range(_SHARED_TRIES - 1):
+            try:
+                return self.runtime.run(store.append(self.path, events, self.version, meta))
+            except VersionConflict:
+                self._catch_up()
+        return self.runtime.run(store.append(self.path, events, self.version, meta))
+
+    def _catch_up(self) -> None:
+        """Fold the events appended to this stream since ``self.version``."""
+        while True:
+            page = self.runtime.run(
+                self.runtime.store.read_stream(self.path, self.version + 1, _READ_PAGE)
+            )
+            for item in page:
+                self._apply_recorded(item)
+            if len(page) < _READ_PAGE:
+                return
 
     def pipe(
         self,
@@ -286,9 +337,11 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
     def on_start(self) -> None:
         structlog.contextvars.bind_contextvars(actor=self.path, stream=self.path)
         try:
-            self.runtime.ownership.claim(self.path)
+            if not self.shared_stream:
+                self.runtime.ownership.claim(self.path)
         except StreamOwnedElsewhere as exc:
-            self.log.error("stream owned by another process: not starting", error=str(exc))
+            # Not a failure: on a shared log the stream is served where it is leased.
+            self.log.info("stream owned by another process: not starting", holder=exc.holder)
             self._start_error = exc
             self._given_up = True
             self.stop()
@@ -341,7 +394,7 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
             handle.stop()
         self.children.clear()
         self._drain_mailbox("actor stopped")
-        if self._start_error is None:  # it never owned its stream otherwise
+        if self._start_error is None and not self._stepped_back:  # else not its stream
             try:
                 self._record(ActorStopped(path=self.path))
             except Exception as exc:  # the store may already be gone at shutdown
@@ -365,6 +418,8 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
                     or self._give_up_error
                     or ActorDead(f"{self.path} gave up (escalated) and is stopping")
                 )
+                if isinstance(self._start_error, StreamOwnedElsewhere):
+                    return  # its asker was told where the stream is: nothing was lost
             self.runtime.dead_letter(self.path, message, "actor escalated")
             return
         if self._restarting:
@@ -404,6 +459,9 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
         except VersionConflict as exc:
             self._second_writer(exc)
             self._answer(error=exc)
+        except Fenced as exc:
+            self._step_back(exc.holder, fenced=True)
+            self._answer(error=StreamOwnedElsewhere(self.path, exc.holder))
         except Exception as exc:
             # Record the failure before answering, so the asker can read it in the log.
             self._fail(*sys.exc_info())  # type: ignore[arg-type]
@@ -424,6 +482,9 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
     def _handle_one(self, message: object) -> Any:
         if type(message) is TimerDue:
             self._timer_due(message)
+            return None
+        if type(message) is LeaseLost:
+            self._step_back("another process")
             return None
         if type(message) is ChildEscalated:
             if message.unrecorded is not None:
@@ -550,6 +611,9 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
         if isinstance(exc, StoreUnavailable):
             self._wait_for_store(exc)
             return
+        if isinstance(exc, Fenced):  # not a failure: the stream is another process's now
+            self._step_back(exc.holder, fenced=True)
+            return
         failures = self._failures.record()
         self.log.error(
             "actor failed",
@@ -666,6 +730,27 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
             self._kept.pop(0)
         self._kept_tries = 0
 
+    def _step_back(self, holder: str, *, fenced: bool = False) -> None:
+        """Stop at once, writing nothing: the stream is another process's now (``fenced``:
+        the store refused an append of this actor's for it). What was in flight is handed
+        on (:meth:`on_step_back`); messages still queued go back to the parent, which
+        routes them to the new owner."""
+        if self._stepped_back:
+            return
+        self._stepped_back = True
+        why = "an append was fenced" if fenced else "its lease was lost"
+        self.log.warning(
+            f"{why}: another process took this stream over: stepping back", holder=holder
+        )
+        self.runtime.ownership.forget(self.path)
+        error = StreamOwnedElsewhere(self.path, holder)
+        self._give_up_error = error
+        try:
+            self._leftovers.extend(self.on_step_back(error))
+        finally:
+            self._passivating = True  # from now on messages go back to the parent
+            self.stop()
+
     def _second_writer(self, exc: VersionConflict) -> None:
         self.log.critical(
             "second writer on this stream: stopping, nothing overwritten", error=str(exc)
@@ -680,9 +765,13 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
         False if it could not be recorded (logged)."""
         try:
             store = self.runtime.store
-            self.version = self.runtime.run(store.stream_version(self.path))
             meta = EventMetadata(actor=self.path, correlation_id=self._correlation)
-            self.runtime.run(store.append(self.path, [event], self.version, meta))
+            if self.shared_stream:  # others' events since are folded, not jumped over
+                self._catch_up()
+                self.version = self._append_shared([event], meta)[-1].version
+                return True
+            self.version = self.runtime.run(store.stream_version(self.path))
+            self.runtime.run(self._append([event], self.version, meta))
             self.version += 1
         except Exception as exc:
             self.log.error(

@@ -221,8 +221,9 @@ class StreamOwnedElsewhere(ActorError):
 
     def __init__(self, stream: str, holder: str) -> None:
         super().__init__(
-            f"stream {stream!r} is owned by another process ({holder}); send its "
-            "messages to that process, or wait for its lease to expire"
+            f"stream {stream!r} is owned by another process ({holder}); a session's "
+            "messages reach it there through the log, other actors' wait for its lease "
+            "to expire"
         )
         self.stream = stream
         self.holder = holder

@@ -13,6 +13,7 @@ __all__ = [
     "ChildEscalated",
     "ChildStopped",
     "IdleCheck",
+    "LeaseLost",
     "RecordLater",
     "RestartDue",
     "TimerDue",
@@ -61,3 +62,8 @@ class TimerDue(Message, frozen=True, kw_only=True):
 
     timer_id: str
     due_at: float
+
+
+class LeaseLost(Message, frozen=True, kw_only=True):
+    """From the lease renewer: another process took this actor's stream over. The actor
+    steps back at once, writing nothing (a shared PostgreSQL log)."""

@@ -63,12 +63,15 @@ from .agents.messages import (
     CancelTurn,
     ClearSession,
     CompactSession,
+    DrainSessions,
     GetSessionStatus,
     SessionStatus,
 )
 from .agents.metering import check_metering, install_metering, prepare_metering
 from .agents.ports import AgentPorts
 from .agents.prompt import PromptBuilder
+from .agents.remote import RemoteSessions
+from .agents.router import Placement, SessionRouter
 from .agents.session_state import CompactionInfo
 from .agents.streaming import TurnStream
 from .agents.supervisor import AgentSupervisor, Reconfigure
@@ -105,6 +108,7 @@ from .hub_store import HubStore
 from .internal import AwaitRecovery
 from .messages import Message, Request
 from .outbox import Outbox
+from .ownership import DEFAULT_LEASE_TTL_S
 from .providers.base import ContentPart, Model
 from .providers.catalog import ModelCatalog
 from .runtime import ActorHandle, Runtime
@@ -152,6 +156,8 @@ class System:
         model_catalog: ModelCatalog | None = None,
         budgets: Budgets | None = None,
         clock: Clock | None = None,
+        placement: Placement | None = None,
+        lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
         **store_options: Any,
     ) -> _Opener:
         """Open a System on an SQLite path, ``memory:``, a ``postgresql://`` URL or an
@@ -173,6 +179,11 @@ class System:
         ``clock`` is the time durable timers are set and fire by (approval timeouts,
         delegation deadlines, cron jobs, heartbeats, routines: :mod:`actors.timers`);
         default: real time. A :class:`~actors.timers.ManualClock` moves only when told.
+        ``placement`` (:class:`~actors.agents.router.Placement`) and ``lease_ttl_s``
+        matter on a log several processes share (PostgreSQL): which agents' and sessions'
+        streams this process takes the lease of, and how long a lease lasts when its
+        owner stops renewing it before another process takes the stream over (default
+        30 s). A message for a session another process serves reaches it through the log.
 
         Raises:
             ArgumentTypeError: (a TypeError) ``approvals``, ``limits``, ``model_catalog`` or
@@ -193,6 +204,16 @@ class System:
             MissingDependency: a ``postgresql://`` URL without the ``postgres`` extra (an
                 ``ImportError`` too; the message says what to install).
         """
+        if placement is not None and not isinstance(placement, Placement):
+            raise ArgumentTypeError(
+                "placement", f"must be a clawlog Placement or None, not {type(placement).__name__}"
+            )
+        if (
+            isinstance(lease_ttl_s, bool)
+            or not isinstance(lease_ttl_s, int | float)
+            or not (1.0 <= lease_ttl_s <= 3600.0)
+        ):
+            raise InvalidArgument("lease_ttl_s", f"must be 1 to 3600 seconds, not {lease_ttl_s!r}")
         if clock is not None and not isinstance(clock, Clock):
             raise ArgumentTypeError(
                 "clock",
@@ -220,8 +241,9 @@ class System:
             store_options.get("max_payload_bytes", DEFAULT_MAX_PAYLOAD_BYTES),
             given=limits is not None,
         )
+        scale_out = _ScaleOut(placement, float(lease_ttl_s))
         starting = cls._start(
-            location, policy, ask_timeout, approvals, limits, clock, store_options
+            location, policy, ask_timeout, approvals, limits, clock, scale_out, store_options
         )
         return _Opener(install_metering(starting, model_catalog, budgets))
 
@@ -234,6 +256,7 @@ class System:
         approvals: ApprovalConfig | None,
         limits: Limits,
         clock: Clock | None,
+        scale_out: _ScaleOut,
         store_options: dict[str, Any],
     ) -> System:
         hub = Hub()
@@ -244,6 +267,7 @@ class System:
             hub.stop()
             raise
         runtime = Runtime(hub, store, ask_timeout=ask_timeout, default_policy=policy, clock=clock)
+        runtime.ownership.ttl_s = scale_out.lease_ttl_s
         await hub.run_async(runtime.ownership.start())
         await hub.run_async(runtime.timers.start())
         escalations: list[tuple[str, str]] = []
@@ -262,10 +286,16 @@ class System:
         runtime.services["agents"] = AgentPorts(runtime, guardian)
         runtime.services["delegation"] = DelegationPorts(runtime, system.delegation_directory())
         runtime.services["routines"] = RoutinesPort()
+        if runtime.ownership.enabled:  # a log several processes share
+            router = SessionRouter(runtime, scale_out.placement)
+            runtime.services["router"] = router
+            runtime.services["remote"] = RemoteSessions(runtime, router.take_over)
         system.escalations = escalations
         runtime.dead_letter_sink = system._record_dead_letter
         try:
             await guardian.ask(AwaitRecovery())
+            if "router" in runtime.services:
+                await hub.run_async(runtime.services["router"].start())
             custom_tools = CustomToolCatalog(system.store)
             await custom_tools.load()  # before any agent registers: each gets its tools
             runtime.services["custom_tools"] = custom_tools
@@ -848,6 +878,30 @@ class System:
             self.prompt_for(src).add_section("DELEGATION.md", directory.prompt_section)
         return handles
 
+    # -- scale-out ----------------------------------------------------------------------
+    async def drain(self) -> int:
+        """Stop serving sessions in this process, on a log several processes share
+        (PostgreSQL): every session finishes its turn in flight, then stops and releases
+        its lease, and what is queued for it goes to the other processes through the log;
+        new messages go there too. The agent's routines stop here and run in another
+        process. Returns how many sessions were running; call it before closing a process
+        so that no turn is lost. On a log only this process writes, it does nothing.
+
+        Raises:
+            SystemClosed: the System is closed or closing.
+            AskTimeout: a session's turn did not end within :attr:`turn_timeout`.
+        """
+        self._check_open()
+        router = self.runtime.services.get("router")
+        if router is None:
+            return 0
+        router.draining = True
+        drained = 0
+        for handle in self.runtime.running():
+            if handle.path.startswith("agent/"):
+                drained += await handle.ask(DrainSessions(), self.turn_timeout)
+        return drained
+
     # -- routines -----------------------------------------------------------------------
     @property
     def routines(self) -> Routines:
@@ -1006,7 +1060,15 @@ class System:
         self._closing = asyncio.get_running_loop().create_future()
         try:
             self.runtime.closing = True
+            router, remote = (
+                self.runtime.services.get("router"),
+                self.runtime.services.get("remote"),
+            )
+            if router is not None:
+                await self.runtime.hub.run_async(router.stop())
             await run_in_thread(self.guardian.stop, name="clawlog-close")
+            if remote is not None:
+                await self.runtime.hub.run_async(remote.close())
             await self.runtime.hub.run_async(self.runtime.timers.stop())
             await self.runtime.hub.run_async(self.runtime.ownership.stop())
             self.runtime.closing_store = True
@@ -1050,6 +1112,13 @@ class System:
         self._check_open()
         check_agent_key(agent)
         check_session_key(session_key)
+
+
+class _ScaleOut(msgspec.Struct, frozen=True):
+    """``System.open``'s settings for a log several processes share."""
+
+    placement: Placement | None
+    lease_ttl_s: float
 
 
 class _Opener:

@@ -59,6 +59,7 @@ _EXPORTS: dict[str, str] = {
     "ManualClock": "clawlog.actors.timers",
     "CronLimits": "clawlog.actors.agents",
     "HeartbeatConfig": "clawlog.actors.agents",
+    "Placement": "clawlog.actors.agents",
     # agents and models
     "AgentConfig": "clawlog.actors.agents",
     "BudgetLimits": "clawlog.actors.agents",
@@ -141,6 +142,7 @@ __all__ = [
     "ModelStreamCut",
     "OpenAIChatModel",
     "OutboxMessage",
+    "Placement",
     "PolicyConfig",
     "RoutineInfo",
     "SandboxConfig",
@@ -199,6 +201,7 @@ if TYPE_CHECKING:
         CompactionInfo,
         CronLimits,
         HeartbeatConfig,
+        Placement,
         SessionStatus,
         SubagentLimits,
         TurnDelta,

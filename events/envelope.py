@@ -8,7 +8,15 @@ import msgspec
 
 from .base import Event, UnknownEvent
 
-__all__ = ["NO_METADATA", "EventMetadata", "NewRecord", "RecordedEvent", "StoredRecord"]
+__all__ = [
+    "NO_METADATA",
+    "EventMetadata",
+    "Lease",
+    "LeaseToken",
+    "NewRecord",
+    "RecordedEvent",
+    "StoredRecord",
+]
 
 
 class EventMetadata(msgspec.Struct, frozen=True, kw_only=True):
@@ -79,3 +87,23 @@ class StoredRecord(msgspec.Struct, frozen=True, array_like=True, gc=False):
     causation_id: str | None = None
     actor: str | None = None
     idempotency_key: str | None = None
+
+
+class Lease(msgspec.Struct, frozen=True):
+    """Who owns (writes) a stream, since which takeover, and until when."""
+
+    stream: str
+    #: The process holding the lease (a released or expired lease keeps its last holder).
+    owner: str
+    #: Goes up by one each time the holder changes; never goes down or repeats.
+    epoch: int
+    #: When the lease expires, in the server's clock (seconds since the Unix epoch).
+    expires_at: float
+
+
+class LeaseToken(msgspec.Struct, frozen=True):
+    """What a lease holder presents with an append: the append is refused with
+    :class:`~clawlog.events.Fenced` once another holder has taken the stream over."""
+
+    owner: str
+    epoch: int

@@ -28,8 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .backends.base import LeaseToken
-    from .envelope import RecordedEvent
+    from .envelope import LeaseToken, RecordedEvent
 
 __all__ = [
     "CorruptEvent",

@@ -26,6 +26,8 @@ stream                        written by         holds
 ``routines/{agent}``          AgentRoutines      an agent's routines (cron jobs, heartbeat,
                                                  event and webhook routines), their timers
                                                  and runs
+``inbox/{agent}/{key}``       any process        messages for a session another process
+                                                 owns (PostgreSQL; ``expected_version=ANY``)
 ``tools/custom``              System             custom tool definitions and removals
                                                  (``System.define_tool``)
 ============================  =================  ==========================================
@@ -44,6 +46,7 @@ __all__ = [
     "exec_stream",
     "guardian_stream",
     "handoff_stream",
+    "inbox_stream",
     "link_stream",
     "mcp_stream",
     "routines_stream",
@@ -103,6 +106,11 @@ def handoff_stream(channel: str, chat_id: str) -> str:
 def routines_stream(agent: str) -> str:
     """``routines/{agent}``: an agent's routines and their runs."""
     return f"routines/{agent}"
+
+
+def inbox_stream(agent: str, session_key: str) -> str:
+    """``inbox/{agent}/{session_key}``: messages other processes sent to that session."""
+    return f"inbox/{agent}/{session_key}"
 
 
 def workspace_stream(agent: str) -> str:

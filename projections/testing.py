@@ -67,6 +67,7 @@ from clawlog.events.domain.team import (
     TeamTaskCompleted,
     TeamTaskCreated,
 )
+from clawlog.events.domain.timer import TimerCancelled, TimerFired, TimerMoved, TimerSet
 from clawlog.events.domain.tool import (
     ToolApprovalDecided,
     ToolApprovalRequested,
@@ -110,7 +111,8 @@ def dump_tables(path: str | Path) -> dict[str, list[tuple[Any, ...]]]:
 async def write_mixed_log(store: EventStore, events: int, *, concurrency: int = 64) -> int:
     """Append about ``events`` events of every kind clawlog writes (sessions with tool
     calls that complete, are refused, wait for approval, fail or loop; team boards; actor
-    lifecycles and dead letters; handoffs; delegations; subagents). Returns the head.
+    lifecycles and dead letters; handoffs; delegations with their deadline timers;
+    subagents). Returns the head.
 
     Numbering continues from the head, so a second call adds new calls, tasks and turns."""
     written = 0
@@ -277,8 +279,22 @@ def _delegation(i: int) -> Chunk:
     requested = DelegationRequested(
         delegation_id=delegation, source=source, target=target, task=f"help with {i}", at=i
     )
+    # Its deadline, a durable timer: cancelled by the answer, or fired (a timeout); some
+    # links move it first, and every fourth one is still pending.
+    timer = f"deadline:{delegation}"
+    deadline: list[Event] = [
+        TimerSet(timer_id=timer, kind="delegation_deadline", due_at=i + 300.0, subject=delegation)
+    ]
+    if i % 5 == 0:
+        deadline.append(TimerMoved(timer_id=timer, due_at=i + 600.0, previous_due_at=i + 300.0))
+    if i % 4 == 3:
+        ended: list[Event] = []
+    elif i % 3:
+        ended = [TimerCancelled(timer_id=timer, reason=f"delegation {delegation} ended")]
+    else:
+        ended = [TimerFired(timer_id=timer, due_at=i + 300.0, fired_at=i + 300.0)]
     stream = link_stream(source, target)
-    return stream, [requested, outcome], EventMetadata(actor=stream)
+    return stream, [requested, *deadline, *ended, outcome], EventMetadata(actor=stream)
 
 
 def _subagent(i: int) -> Chunk:

@@ -7,6 +7,7 @@ from .delta_sink import TurnDelta
 from .gateway import CallerContext, ToolGateway
 from .messages import SessionStatus
 from .prompt import ContextSource, PromptBuilder
+from .router import Placement
 from .routine_config import CronLimits, HeartbeatConfig
 from .session_state import CompactionInfo
 from .streaming import TurnStream
@@ -21,6 +22,7 @@ __all__ = [
     "ContextSource",
     "CronLimits",
     "HeartbeatConfig",
+    "Placement",
     "PromptBuilder",
     "QualityGate",
     "SessionStatus",

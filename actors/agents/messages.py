@@ -19,12 +19,17 @@ __all__ = [
     "CancelTurn",
     "ClearSession",
     "CompactSession",
+    "Drain",
+    "DrainSessions",
     "GetSessionStatus",
     "PostMessage",
+    "ReadInbox",
     "ResumeTurn",
     "SendMessage",
     "SessionStatus",
     "SettleTurn",
+    "StartRoutines",
+    "TakeOver",
 ]
 
 
@@ -50,6 +55,9 @@ class SendMessage(Request[str], frozen=True, kw_only=True):
     #: What comes with ``text`` (images, documents, more text), sent after it in order
     #: and recorded on the turn's start (``TurnStarted.parts``).
     parts: list[ContentPart] = msgspec.field(default_factory=list)
+    #: Read from the session's inbox (another process sent it): its version there,
+    #: recorded on the turn's start so the session reads its inbox after it (0: not).
+    inbox_version: int = 0
 
 
 class CancelTurn(Request[bool], frozen=True, kw_only=True):
@@ -137,3 +145,36 @@ class ClearSession(Request[bool], frozen=True, kw_only=True):
 
     session_key: str
     by: str = "user"
+
+
+class ReadInbox(Message, frozen=True, kw_only=True):
+    """A Session (through its supervisor): messages may be waiting in its inbox
+    (``inbox/{agent}/{session_key}``; several processes on one PostgreSQL log). With
+    ``sent`` (an ``inbox.message_sent`` at ``version``): that one arrived; it is taken as
+    is when it is the next one, without reading the inbox."""
+
+    session_key: str
+    version: int = 0
+    sent: Any = None
+
+
+class TakeOver(Message, frozen=True, kw_only=True):
+    """An AgentSupervisor: start the session ``session_key`` here if no live process owns
+    it (its owner stopped renewing its lease, or released it with work waiting)."""
+
+    session_key: str
+
+
+class Drain(Message, frozen=True, kw_only=True):
+    """A Session: finish the turn in flight, then stop and release the lease; queued
+    messages go back to the supervisor (``System.drain``)."""
+
+
+class DrainSessions(Request[int], frozen=True, kw_only=True):
+    """An AgentSupervisor: drain every session running here; answered (with how many
+    there were) when all have stopped."""
+
+
+class StartRoutines(Message, frozen=True, kw_only=True):
+    """An AgentSupervisor: run the agent's routines here if no live process does (from
+    the router's periodic look on a shared log)."""

@@ -33,6 +33,7 @@ from clawlog.events import (
     CorruptEvent,
     Event,
     EventStoreError,
+    Fenced,
     InvalidAppend,
     RecordedEvent,
     StoreDamaged,
@@ -65,6 +66,7 @@ from ..errors import (
     CompactionFailedError,
     InvalidArgument,
     Rejected,
+    StreamOwnedElsewhere,
     TurnCancelledError,
     TurnFailedError,
 )
@@ -76,14 +78,17 @@ from .config import AgentConfig
 from .context_size import ConversationMeasure, estimate_tokens, fixed_chars
 from .delta_sink import DeltaSink, stream_reply
 from .gateway import CallerContext, CallStep, ToolGateway
+from .inbox import read_inbox, sent_message
 from .messages import (
     AnswerApproval,
     ApprovalTimedOut,
     CancelTurn,
     ClearSession,
     CompactSession,
+    Drain,
     GetSessionStatus,
     PostMessage,
+    ReadInbox,
     ResumeTurn,
     SendMessage,
     SessionStatus,
@@ -180,6 +185,13 @@ class Session(EventSourcedActor[SessionState]):
         self._queue: deque[tuple[SendMessage, Any]] = deque()
         #: Askers of the unfinished turn found at start, before it resumes (by turn id).
         self._early: dict[str, Any] = {}
+        #: The inbox's highest version queued here (beyond the state's: not started yet),
+        #: and whether a read is on the hub (another wake-up reads again after it).
+        self._inbox_read = 0
+        self._inbox_reading = False
+        self._inbox_again = False
+        #: ``System.drain``: no new turn starts here; it stops once its turn ends.
+        self._draining = False
         self._active: _Active | None = None
         #: (turn_id, reason, message) of a turn a store failure ended before the log did.
         self._unsettled: tuple[str, TurnFailureReason, str] | None = None
@@ -229,7 +241,7 @@ class Session(EventSourcedActor[SessionState]):
     def _handle_message(self, message: Message) -> Any:
         try:
             return self._on_message(message)
-        except (Rejected, VersionConflict):
+        except (Rejected, VersionConflict, Fenced):
             raise
         except Exception as exc:  # a step of the turn failed: its caller hears it now
             error = self._abort_turn(exc)
@@ -255,6 +267,14 @@ class Session(EventSourcedActor[SessionState]):
                 return self._compact_now(message.trace_context)
             case ClearSession():
                 return self._clear(message.by)
+            case ReadInbox():
+                if not self._draining:  # draining: the next owner reads it
+                    self._inbox_arrived(message)
+            case Drain():
+                self._draining = True
+                self._next_turn()
+            case Piped(label="inbox"):
+                self._on_inbox(message)
             case AnswerApproval():
                 return self._on_approval(message.call_id, message.decision, message.by)
             case ApprovalTimedOut():
@@ -280,6 +300,13 @@ class Session(EventSourcedActor[SessionState]):
 
     # -- turns --------------------------------------------------------------------------
     def _next_turn(self) -> None:
+        if self._draining and self._active is None and self.state.turn is None:
+            # Drained: what is queued goes back to the supervisor, which sends it to the
+            # process that serves this session next; the lease is released at stop.
+            self._leftovers.extend(self._queue)
+            self._queue.clear()
+            self.passivate()
+            return
         if self._queue and self._unsettled is not None and not self._settle():
             self._refuse_queued()
             return
@@ -320,6 +347,7 @@ class Session(EventSourcedActor[SessionState]):
                 skip_quality_gates=message.skip_quality_gates,
                 outbox_kind=message.outbox_kind,
                 parts=parts,
+                inbox_version=message.inbox_version,
             )
         )
         self._active = _Active(turn_id, reply)
@@ -949,6 +977,8 @@ class Session(EventSourcedActor[SessionState]):
                 meters.add(meters.sessions_active, 1, {METRIC_AGENT: self.config.key})
             if self.state.turn is not None:
                 self.actor_ref.tell(ResumeTurn())
+            if self.runtime.ownership.enabled:  # other processes may have sent it messages
+                self._read_inbox()
             return
         # A crash in this process: do not replay into the same crash. The sender hears it
         # first (even if the store cannot take the turn's end now), and the turn ends.
@@ -1044,6 +1074,68 @@ class Session(EventSourcedActor[SessionState]):
                 events.extend(self._gateway.interrupted(ctx, call_id, name, reason))
         if events:
             self.emit(events, correlation_id=turn.turn_id)
+
+    # -- the inbox: messages other processes sent (actors.agents.inbox) -----------------
+    def _read_inbox(self) -> None:
+        if self._inbox_reading:
+            self._inbox_again = True
+            return
+        self._inbox_reading = True
+        after = max(self.state.inbox_version, self._inbox_read)
+        read = read_inbox(self.runtime.store, self.config.key, self.session_key, after)
+        self.pipe(read, "inbox")
+
+    def _inbox_arrived(self, arrived: ReadInbox) -> None:
+        """The next message of the inbox, as the router saw it appended, is taken as is;
+        anything else (a gap, a read in flight) reads the inbox."""
+        expected = max(self.state.inbox_version, self._inbox_read) + 1
+        if arrived.sent is None or self._inbox_reading or arrived.version != expected:
+            if arrived.sent is None or arrived.version >= expected:
+                self._read_inbox()
+            return
+        self._take_inbox([(arrived.version, arrived.sent)])
+        self._next_turn()
+
+    def _take_inbox(self, found: list[tuple[int, Any]]) -> None:
+        for version, event in found:
+            if version <= max(self.state.inbox_version, self._inbox_read):
+                continue
+            self._inbox_read = version
+            message = sent_message(version, event)
+            if not self._known_turn(message.turn_id, None):  # each turn id runs once
+                self._queue.append((message, None))
+
+    def _on_inbox(self, found: Piped) -> None:
+        self._inbox_reading = False
+        if found.error is not None:
+            self.log.error("could not read the session's inbox", error=str(found.error))
+        else:
+            self._take_inbox(found.value)
+            self._next_turn()
+        if self._inbox_again:
+            self._inbox_again = False
+            self._read_inbox()
+
+    def on_step_back(self, error: StreamOwnedElsewhere) -> list[tuple[Any, Any]]:
+        """Another process owns this session now: it resumes the turn in flight from the
+        log, and whoever waits for it hears the end from the log (actors.agents.remote);
+        queued messages go back to the supervisor, which sends them to the new owner."""
+        remote = self.runtime.services.get("remote")
+        active, self._active = self._active, None
+        waiting = [(active.turn_id, active.reply)] if active is not None else []
+        if active is not None:
+            for future in active.futures.values():
+                future.cancel()
+        waiting += list(self._early.items())
+        self._early.clear()
+        for turn_id, reply in waiting:
+            if reply is not None and remote is not None:
+                remote.wait(self.config.key, self.session_key, turn_id, reply)
+            elif reply is not None:
+                reply.set_error(error)
+        leftovers = list(self._queue)
+        self._queue.clear()
+        return leftovers
 
     def _known_turn(self, turn_id: str, reply: Any) -> bool:
         """A message for turn ``turn_id`` that this session already has: answer ``reply``

@@ -135,6 +135,9 @@ class SessionState(msgspec.Struct, kw_only=True):
     #: with the turn id of one of them (a run sent again after a restart, a request
     #: delivered twice) is answered from here instead of starting the turn again.
     recent_turns: dict[str, EndedTurn] = msgspec.field(default_factory=dict)
+    #: The highest version of this session's inbox (``inbox/{agent}/{key}``: messages
+    #: other processes sent) a turn started from; the inbox is read after it.
+    inbox_version: int = 0
     #: ``messages[0]`` is the summary a compaction wrote (known from the fold, never from
     #: the text: a user can type the summary's header; actors.agents.pruning).
     summary_first: bool = False
@@ -171,6 +174,7 @@ def apply_session_event(
             )
             if event.channel:
                 state.channel, state.chat_id = event.channel, event.chat_id
+            state.inbox_version = max(state.inbox_version, event.inbox_version)
             if event.user:
                 state.user = event.user
         case ModelRequested() if state.turn is not None:

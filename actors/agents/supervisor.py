@@ -15,13 +15,14 @@ subagent's turn continues that trace.
 from __future__ import annotations
 
 import functools
+import uuid
 from collections import defaultdict
 from typing import Any
 
 import msgspec
 from opentelemetry.trace import Span, Status, StatusCode
 
-from clawlog.events import Event
+from clawlog.events import Event, StoreUnavailable
 from clawlog.events.domain.agent import (
     AgentRegistered,
     SubagentAnnounced,
@@ -55,6 +56,7 @@ from ..errors import (
     ActorError,
     ActorUnavailable,
     Rejected,
+    StreamOwnedElsewhere,
     SystemClosed,
     TurnCancelledError,
     TurnFailedError,
@@ -69,8 +71,13 @@ from .messages import (
     CancelTurn,
     ClearSession,
     CompactSession,
+    Drain,
+    DrainSessions,
     GetSessionStatus,
+    ReadInbox,
     SendMessage,
+    StartRoutines,
+    TakeOver,
 )
 from .prompt import PromptBuilder
 from .resume import unfinished_sessions
@@ -139,6 +146,8 @@ def apply_agent_event(state: AgentState, event: Event) -> AgentState:
 
 class AgentSupervisor(EventSourcedActor[AgentState]):
     kind = "agent"
+    #: Every process serving the agent runs its supervisor on one shared log.
+    shared_stream = True
     snapshot_every = 500
 
     def __init__(
@@ -160,6 +169,8 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
         self._to_announce: dict[str, list[str]] = defaultdict(list)
         #: The ``invoke_agent subagent`` span of each running task (while tracing).
         self._subagent_spans: dict[str, Span] = {}
+        #: ``System.drain`` asks waiting for this agent's sessions to stop (with how many).
+        self._drained: list[tuple[Any, int]] = []
 
     def initial_state(self) -> AgentState:
         return AgentState()
@@ -186,6 +197,21 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
         if isinstance(message, _ROUTED):
             self._route(message, self.defer_reply())
             return DEFERRED
+        if isinstance(message, TakeOver):
+            self._take_over(message.session_key)
+            return None
+        if isinstance(message, StartRoutines):
+            self._start_routines()
+            return None
+        if isinstance(message, DrainSessions):
+            return self._drain(self.defer_reply())
+        if isinstance(message, ReadInbox):
+            running = self.children.get(session_stream(self.config.key, message.session_key))
+            if running is not None and running.is_alive():
+                running.tell(message)
+            else:  # not running here: the session reads its inbox when it starts
+                self._take_over(message.session_key)
+            return None
         port = self.runtime.services.get("routines")
         if port is not None and port.accepts(message):
             self._to_routines(message, self.defer_reply())
@@ -236,6 +262,11 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
         return None
 
     def on_child_stopped(self, child_path: str, leftovers: list[tuple[Any, Any]]) -> None:
+        if self._drained and not self._sessions():
+            for waiting, count in self._drained:
+                if waiting is not None:
+                    waiting.set(count)
+            self._drained.clear()
         for message, reply in leftovers:
             if isinstance(message, _ROUTED):
                 self._route(message, reply)
@@ -274,17 +305,79 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
     def _route(self, message: Any, reply: Any) -> None:
         """Hand a message to its session. A session that cannot start (its stream is
         unreadable, the store unreachable) fails this message only: its caller hears why
-        at once, and the agent and its other sessions go on."""
+        at once, and the agent and its other sessions go on.
+
+        On a log several processes share, a message for a session another process owns,
+        or one this process does not serve (its placement, a drain), goes to that
+        session's inbox and its reply comes back from the log (actors.agents.remote)."""
+        router = self.runtime.services.get("router")
+        path = session_stream(self.config.key, message.session_key)
+        remote = router is not None and isinstance(message, SendMessage)
+        if remote and not message.turn_id:  # the same turn id wherever it is served, once
+            message = msgspec.structs.replace(message, turn_id=uuid.uuid4().hex[:16])
         try:
+            running = self.children.get(path)
+            local = running is not None and running.is_alive()
+            if (
+                router is not None
+                and remote
+                and not local
+                and not router.serves_here(self.config.key, message.session_key)
+            ):
+                self._send_remote(message, reply)  # its owner, or who serves it next
+                return
             handle = self.session(message.session_key)
             handle.ref.tell(AskEnvelope(message, reply) if reply is not None else message)
+        except StreamOwnedElsewhere as exc:
+            if remote:  # another process was quicker: it serves the session
+                self._send_remote(message, reply)
+            elif reply is not None:
+                reply.set_error(exc)
         except Exception as exc:
-            path = session_stream(self.config.key, message.session_key)
+            if isinstance(exc, StoreUnavailable):  # as every ask while the store is away
+                exc = ActorUnavailable(path, exc)
             self.log.warning("session cannot start", session=path, error=str(exc))
             if reply is None:
                 self.runtime.dead_letter(path, message, f"session cannot start: {exc}")
             else:
                 reply.set_error(_start_failure(path, message, exc))
+
+    def _send_remote(self, message: SendMessage, reply: Any) -> None:
+        remote = self.runtime.services["remote"]
+        remote.send(self.config.key, message, reply or _Unheard(), self.gateway.scrub)
+
+    def _drain(self, reply: Any) -> Any:
+        port = self.runtime.services.get("routines")
+        routines = self.children.pop(port.path(self.config.key), None) if port else None
+        if routines is not None:  # another process runs them next
+            routines.stop()
+        sessions = self._sessions()
+        if not sessions:
+            if reply is not None:
+                reply.set(0)
+            return DEFERRED
+        self._drained.append((reply, len(sessions)))
+        for handle in sessions:
+            handle.tell(Drain())
+        return DEFERRED
+
+    def _sessions(self) -> list[ActorHandle[Any]]:
+        return [h for p, h in self.children.items() if p.startswith("session/") and h.is_alive()]
+
+    def _take_over(self, session_key: str) -> None:
+        """A session no live process holds, with work waiting: serve it here (it resumes
+        its unfinished turn and reads its inbox when it starts)."""
+        path = session_stream(self.config.key, session_key)
+        running = self.children.get(path)
+        if running is not None and running.is_alive():
+            running.tell(ReadInbox(session_key=session_key))
+            return
+        try:
+            self.session(session_key)
+        except StreamOwnedElsewhere:
+            pass  # another process was quicker: it serves the session
+        except Exception as exc:
+            self.log.warning("could not take a session over", session=path, error=str(exc))
 
     def on_child_escalated(self, child_path: str, reason: str) -> None:
         """A session, subagent or the routines actor gave up: its callers were answered and
@@ -319,7 +412,10 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
         if self.config.heartbeat is not None or self.runtime.run(
             self.runtime.store.stream_version(port.path(self.config.key))
         ):
-            self._routines()
+            try:
+                self._routines()
+            except StreamOwnedElsewhere as exc:  # a shared log: another process runs them
+                self.log.info("the agent's routines run in another process", holder=exc.holder)
 
     def _routines(self) -> ActorHandle[Any]:
         port = self.runtime.services["routines"]
@@ -635,6 +731,16 @@ def _start_failure(path: str, message: Any, exc: Exception) -> Exception:
         error = ActorDead(f"{path} cannot start: {exc}")
     error.__cause__ = exc
     return error
+
+
+class _Unheard:
+    """The reply of a told message sent to another process's session: nobody waits."""
+
+    def set(self, value: Any) -> None:
+        pass
+
+    def set_error(self, error: BaseException) -> None:
+        pass
 
 
 class _DoneReply:

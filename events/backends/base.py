@@ -8,7 +8,7 @@ from typing import Protocol, runtime_checkable
 import msgspec
 
 from ..chain import ChainedRow, ChainState
-from ..envelope import EventMetadata, NewRecord, StoredRecord
+from ..envelope import EventMetadata, Lease, LeaseToken, NewRecord, StoredRecord
 
 __all__ = [
     "ANY",
@@ -92,26 +92,6 @@ def check_expected_version(stream: str, expected: int, actual: int) -> None:
 
     if expected != ANY and expected != actual:
         raise VersionConflict(stream, expected, actual)
-
-
-class Lease(msgspec.Struct, frozen=True):
-    """Who owns (writes) a stream, since which takeover, and until when."""
-
-    stream: str
-    #: The process holding the lease (a released or expired lease keeps its last holder).
-    owner: str
-    #: Goes up by one each time the holder changes; never goes down or repeats.
-    epoch: int
-    #: When the lease expires, in the server's clock (seconds since the Unix epoch).
-    expires_at: float
-
-
-class LeaseToken(msgspec.Struct, frozen=True):
-    """What a lease holder presents with an append: the append is refused with
-    :class:`~clawlog.events.Fenced` once another holder has taken the stream over."""
-
-    owner: str
-    epoch: int
 
 
 @runtime_checkable

@@ -104,6 +104,9 @@ class PostgresBackend:
         self._listener: asyncpg.Connection | None = None
         self._writer: PostgresWriter | None = None
         self._appended = asyncio.Event()
+        #: The highest position a notification announced (appends notify the new head)
+        #: while the listener is up; 0 while it is not (readers ask the server then).
+        self._notified_head = 0
         self._channel = f"clawlog_{schema}"
         self._state = "unopened"
         #: Only read an existing log: no DDL, no upgrade, no writer.
@@ -189,12 +192,18 @@ class PostgresBackend:
 
     async def _listen(self) -> None:
         self._listener = await asyncpg.connect(self.url)
-        await self._listener.add_listener(self._channel, lambda *_: self._notify())
+        await self._listener.add_listener(self._channel, self._notified)
         self._listener.add_termination_listener(lambda _: self._listen_again())
+
+    def _notified(self, connection: Any, pid: int, channel: str, payload: str) -> None:
+        with contextlib.suppress(ValueError):
+            self._notified_head = max(self._notified_head, int(payload))
+        self._notify()
 
     def _listen_again(self) -> None:
         """The LISTEN connection died (a restart): reconnect in the background; readers
         poll meanwhile, so nothing is missed."""
+        self._notified_head = 0  # notifications may be missed until it listens again
         if self._state == "open":
             asyncio.get_running_loop().create_task(self._reconnect_listener())
 
@@ -318,7 +327,11 @@ class PostgresBackend:
     async def wait_for_append(self, after_position: int, timeout: float) -> None:
         self._check_open()
         event = self._appended
-        if await self.head_position() > after_position:
+        # A notification since the caller read says so without a round trip; without one,
+        # the server is asked (an append may have committed before its notification came).
+        if self._notified_head > after_position:
+            return
+        if not self._notified_head and await self.head_position() > after_position:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(event.wait(), min(timeout, self._poll))

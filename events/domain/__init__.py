@@ -15,6 +15,7 @@ DOMAIN_MODULES = (
     "agent",
     "custom_tool",
     "delegation",
+    "inbox",
     "mcp",
     "outbox",
     "routine",

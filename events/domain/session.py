@@ -181,6 +181,10 @@ class TurnStarted(Event, frozen=True, tag="session.turn_started"):
     #: more text, sent to the model after ``text`` in this order. Their text is scrubbed
     #: like ``text``; images and documents are data, recorded as given.
     parts: list[ContentPart] = msgspec.field(default_factory=list)
+    #: The version of the ``inbox.message_sent`` on ``inbox/{agent}/{session_key}`` this
+    #: turn answers (a message another process sent; 0: none). A session reads its inbox
+    #: after the highest one it started.
+    inbox_version: int = 0
 
 
 class ModelRequested(Event, frozen=True, tag="session.model_requested"):

@@ -31,6 +31,7 @@ COMMANDS = [
     "replay",
     "doctor",
     "tools",
+    "timers",
     "export-otel",
     "verify",
     "ui",

@@ -106,9 +106,27 @@ def valid(info: mi.Type) -> st.SearchStrategy[Any]:
         case mi.UnionType():
             return st.one_of([valid(t) for t in info.types])
         case mi.StructType():
-            fields = {f.name: valid(f.type) for f in info.fields if f.required}
-            return st.builds(info.cls, **fields)
+            # Optional fields drawn too, and only what constructs: a struct may check its
+            # fields together (an ImagePart holds data or a url, not neither).
+            required = {f.name: valid(f.type) for f in info.fields if f.required}
+            optional = {f.name: valid(f.type) for f in info.fields if not f.required}
+            drawn = st.fixed_dictionaries(required, optional=optional)
+            return drawn.map(lambda kw: _constructed(info.cls, kw)).filter(_is_built)
     raise AssertionError(f"no strategy for {info!r}: extend valid()")
+
+
+_NOT_BUILT = object()
+
+
+def _constructed(cls: type[Any], fields: dict[str, Any]) -> Any:
+    try:
+        return cls(**fields)
+    except (ValueError, TypeError):
+        return _NOT_BUILT
+
+
+def _is_built(value: Any) -> bool:
+    return value is not _NOT_BUILT
 
 
 def baseline(cls: type[Event]) -> dict[str, Any]:

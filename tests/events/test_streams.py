@@ -26,6 +26,7 @@ FAMILIES: list[tuple[Callable[..., str], tuple[Any, ...], str]] = [
     (streams.handoff_stream, ("telegram", "-100123"), "handoff/telegram/-100123"),
     (streams.handoff_stream, ("web chat", "a/b"), "handoff/web~20chat/a~2fb"),
     (streams.routines_stream, ("main",), "routines/main"),
+    (streams.inbox_stream, ("main", "u1"), "inbox/main/u1"),
     (streams.workspace_stream, ("main",), "workspace/main"),
     (streams.exec_stream, ("main", "u1"), "exec/main/u1"),
     (streams.sandbox_stream, ("main/u1",), "sandbox/main/u1"),
