@@ -102,7 +102,6 @@ from .resume_delegations import delegation_reasons
 from .routine_config import quiet_reply
 from .session_state import (
     CompactionInfo,
-    EndedTurn,
     SessionState,
     TurnState,
     apply_session_event,
@@ -111,6 +110,7 @@ from .staged_append import StagedAppend, scratch_state, staged_reader
 from .summary_budget import refused_for_budget, summary_over_budget
 from .summary_trace import SummaryTrace
 from .turn_parts import recorded_parts
+from .turn_replies import Unanswered, answer_ended, fan_out
 from .turn_trace import TurnTrace
 
 __all__ = ["SESSION_END_HOOKS", "Session"]
@@ -1144,20 +1144,20 @@ class Session(EventSourcedActor[SessionState]):
         ended = self.state.recent_turns.get(turn_id)
         if ended is not None:
             if reply is not None:
-                _answer_ended(reply, ended)
+                answer_ended(reply, ended)
             return True
         if reply is None:
-            reply = _Unanswered()
+            reply = Unanswered()
         active, turn = self._active, self.state.turn
         if active is not None and active.turn_id == turn_id:
-            active.reply = _fan_out(active.reply, reply)
+            active.reply = fan_out(active.reply, reply)
             return True
         if turn is not None and turn.turn_id == turn_id:  # resumes on its own shortly
-            self._early[turn_id] = _fan_out(self._early.get(turn_id), reply)
+            self._early[turn_id] = fan_out(self._early.get(turn_id), reply)
             return True
         for index, (queued, waiting) in enumerate(self._queue):
             if queued.turn_id == turn_id:
-                self._queue[index] = (queued, _fan_out(waiting, reply))
+                self._queue[index] = (queued, fan_out(waiting, reply))
                 return True
         return False
 
@@ -1415,46 +1415,3 @@ def _failure_reason(exc: Exception) -> TurnFailureReason:
 def _approval_timer_id(turn_id: str, call_id: str) -> str:
     """The id of the durable timeout of ``call_id``'s approval in turn ``turn_id``."""
     return f"approval:{turn_id}:{call_id}"
-
-
-class _Unanswered:
-    """The reply of a told message: nobody waits for it."""
-
-    def set(self, value: Any) -> None:
-        pass
-
-    def set_error(self, error: BaseException) -> None:
-        pass
-
-
-class _FanOut:
-    """One turn's answer to every asker of it (the same turn id sent more than once)."""
-
-    def __init__(self, replies: list[Any]) -> None:
-        self.replies = replies
-
-    def set(self, value: Any) -> None:
-        for reply in self.replies:
-            reply.set(value)
-
-    def set_error(self, error: BaseException) -> None:
-        for reply in self.replies:
-            reply.set_error(error)
-
-
-def _fan_out(first: Any, second: Any) -> Any:
-    if first is None:
-        return second
-    if isinstance(first, _FanOut):
-        return _FanOut([*first.replies, second])
-    return _FanOut([first, second])
-
-
-def _answer_ended(reply: Any, ended: EndedTurn) -> None:
-    """Answer a repeated turn from how it ended, as its first asker was answered."""
-    if ended.outcome == "completed":
-        reply.set(ended.text)
-    elif ended.outcome == "cancelled":
-        reply.set_error(TurnCancelledError(f"the turn was cancelled by {ended.text}"))
-    else:
-        reply.set_error(TurnFailedError(ended.reason or "failed", ended.text))  # type: ignore[arg-type]
