@@ -289,7 +289,7 @@ class System:
         if runtime.ownership.enabled:  # a log several processes share
             router = SessionRouter(runtime, scale_out.placement)
             runtime.services["router"] = router
-            runtime.services["remote"] = RemoteSessions(runtime, router.take_over)
+            runtime.services["remote"] = RemoteSessions(runtime, router)
         system.escalations = escalations
         runtime.dead_letter_sink = system._record_dead_letter
         try:

@@ -41,11 +41,10 @@ _LOOK_BACK = 500
 class RemoteSessions:
     """Delivery to sessions owned by another process; runs on the I/O hub."""
 
-    def __init__(self, runtime: Any, take_over: Callable[[str, str], None]) -> None:
+    def __init__(self, runtime: Any, router: Any) -> None:
         self._runtime = runtime
-        #: Starts (agent, session_key) here if no live process owns it and the placement
-        #: allows (the router's rule).
-        self._take_over = take_over
+        #: Decides who serves a session nobody holds (actors.agents.router).
+        self._router = router
         self._tasks: set[asyncio.Task[None]] = set()
 
     def send(
@@ -98,13 +97,24 @@ class RemoteSessions:
                 )
             )
             return
-        await self._answer(agent, message.session_key, message.turn_id, reply, after=head)
+        posted = [event]
+
+        async def post_again() -> None:  # for a process that serves it to see it
+            await store.append(inbox_stream(agent, message.session_key), posted, ANY, meta)
+
+        await self._answer(agent, message.session_key, message.turn_id, reply, head, post_again)
 
     async def _answer(
-        self, agent: str, session_key: str, turn_id: str, reply: Any, after: int | None
+        self,
+        agent: str,
+        session_key: str,
+        turn_id: str,
+        reply: Any,
+        after: int | None,
+        post_again: Callable[[], Any] | None = None,
     ) -> None:
         try:
-            ended = await self._wait_end(agent, session_key, turn_id, after)
+            ended = await self._wait_end(agent, session_key, turn_id, after, post_again)
         except asyncio.CancelledError:
             reply.set_error(TurnFailedError("session_unavailable", "the System is closing"))
             raise
@@ -121,11 +131,18 @@ class RemoteSessions:
             reply.set_error(TurnCancelledError(f"the turn was cancelled by {ended.by}"))
 
     async def _wait_end(
-        self, agent: str, session_key: str, turn_id: str, after: int | None
+        self,
+        agent: str,
+        session_key: str,
+        turn_id: str,
+        after: int | None,
+        post_again: Callable[[], Any] | None,
     ) -> TurnCompleted | TurnFailed | TurnCancelled:
         """The end of ``turn_id`` in the session's stream: already there (looked for in its
         last events), or when it is appended. Every third of a lease the session's lease
-        is looked at: nobody's, it is taken over here (if allowed)."""
+        is looked at: nobody's, it is taken over here; if this process does not serve it
+        (a placement, a drain), the message is posted again, once, for the processes that
+        do to see it (a session takes a turn id once)."""
         store, stream = self._runtime.store, session_stream(agent, session_key)
         if after is None:
             found = await self._recent_end(stream, turn_id)
@@ -149,7 +166,11 @@ class RemoteSessions:
                 except TimeoutError:
                     if follower.done():
                         follower.result()  # its error, if it failed
-                    self._take_over(agent, session_key)
+                    if self._router.serves(agent, session_key):
+                        self._router.take_over(agent, session_key)
+                    elif post_again is not None and await self._router.is_free(agent, session_key):
+                        await post_again()
+                        post_again = None
                     continue
                 event = recorded.event
                 if isinstance(event, TurnCompleted | TurnFailed | TurnCancelled) and (

@@ -133,18 +133,23 @@ class SessionRouter:
         else:
             self.take_over(event.agent, event.session_key)
 
+    async def is_free(self, agent: str, session_key: str) -> bool:
+        """No live process holds the session's lease (released, expired or none; on the
+        hub)."""
+        stream = session_stream(agent, session_key)
+        lease = (await self._runtime.ownership.backend.leases([stream])).get(stream)
+        return lease is None or lease.expires_at <= time.time()
+
     async def _take_over(self, agent: str, session_key: str) -> None:
         stream = session_stream(agent, session_key)
         ownership = self._runtime.ownership
         if ownership.holds(stream):
             self._tell(agent, ReadInbox(session_key=session_key))
             return
-        lease = (await ownership.backend.leases([stream])).get(stream)
         # A released or expired lease is free (its time is the server's; a few seconds of
         # skew between machines only delays this: claiming decides, atomically).
-        if lease is not None and lease.expires_at > time.time():
-            return  # a live process holds it: it serves the message
-        self._tell(agent, TakeOver(session_key=session_key))
+        if await self.is_free(agent, session_key):
+            self._tell(agent, TakeOver(session_key=session_key))
 
     async def _follow_inboxes(self, head: int) -> None:
         store = self._runtime.store

@@ -272,7 +272,10 @@ class Session(EventSourcedActor[SessionState]):
                     self._inbox_arrived(message)
             case Drain():
                 self._draining = True
-                self._next_turn()
+                if self.runtime.ownership.enabled:  # what waits in the inbox goes on too
+                    self._read_inbox()
+                else:
+                    self._next_turn()
             case Piped(label="inbox"):
                 self._on_inbox(message)
             case AnswerApproval():
@@ -300,6 +303,8 @@ class Session(EventSourcedActor[SessionState]):
 
     # -- turns --------------------------------------------------------------------------
     def _next_turn(self) -> None:
+        if self._draining and self._inbox_reading:
+            return  # its inbox is read first: what waits there is handed on too
         if self._draining and self._active is None and self.state.turn is None:
             # Drained: what is queued goes back to the supervisor, which sends it to the
             # process that serves this session next; the lease is released at stop.
@@ -1109,6 +1114,8 @@ class Session(EventSourcedActor[SessionState]):
         self._inbox_reading = False
         if found.error is not None:
             self.log.error("could not read the session's inbox", error=str(found.error))
+            if self._draining:
+                self._next_turn()
         else:
             self._take_inbox(found.value)
             self._next_turn()

@@ -372,6 +372,9 @@ class AgentSupervisor(EventSourcedActor[AgentState]):
         if running is not None and running.is_alive():
             running.tell(ReadInbox(session_key=session_key))
             return
+        router = self.runtime.services.get("router")
+        if router is not None and not router.serves(self.config.key, session_key):
+            return  # not here (its placement, a drain): the processes that serve it do
         try:
             self.session(session_key)
         except StreamOwnedElsewhere:
