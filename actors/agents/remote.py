@@ -161,8 +161,9 @@ class RemoteSessions:
         period = self._runtime.ownership.ttl_s / 3
         try:
             while True:
-                try:
-                    recorded = await asyncio.wait_for(ends.get(), period)
+                try:  # asyncio.timeout, not wait_for: a close's cancel must not be lost
+                    async with asyncio.timeout(period):
+                        recorded = await ends.get()
                 except TimeoutError:
                     if follower.done():
                         follower.result()  # its error, if it failed

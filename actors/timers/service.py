@@ -145,8 +145,9 @@ class TimerService:
             try:
                 if delay is None or self._manual:
                     await self._wake.wait()  # a manual clock wakes it when it moves
-                else:
-                    await asyncio.wait_for(self._wake.wait(), min(delay, self.max_sleep_s))
+                else:  # asyncio.timeout, not wait_for: a stop's cancel must not be lost
+                    async with asyncio.timeout(min(delay, self.max_sleep_s)):
+                        await self._wake.wait()
             except TimeoutError:
                 pass
 

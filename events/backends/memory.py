@@ -115,13 +115,13 @@ class MemoryBackend:
         self._check_open()
         assert self._appended is not None
         async with self._appended:
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation
+            # that comes as the wait ends, and a cancelled follower would go on.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    self._appended.wait_for(
+                async with asyncio.timeout(timeout):
+                    await self._appended.wait_for(
                         lambda: self._closed or len(self._log) > after_position
-                    ),
-                    timeout,
-                )
+                    )
 
     async def save_snapshot(self, snapshot: SnapshotRecord) -> None:
         self._check_open()

@@ -333,8 +333,9 @@ class PostgresBackend:
             return
         if not self._notified_head and await self.head_position() > after_position:
             return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), min(timeout, self._poll))
+        with contextlib.suppress(TimeoutError):  # asyncio.timeout: see memory.py
+            async with asyncio.timeout(min(timeout, self._poll)):
+                await event.wait()
 
     async def load_snapshot(self, stream: str) -> SnapshotRecord | None:
         rows = await self._fetch(

@@ -316,8 +316,9 @@ class SqliteBackend:
         if self._head_changed is None:
             self._head_changed = asyncio.Event()
         changed = self._head_changed
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(changed.wait(), timeout)
+        with contextlib.suppress(TimeoutError):  # asyncio.timeout: see memory.py
+            async with asyncio.timeout(timeout):
+                await changed.wait()
 
     async def load_snapshot(self, stream: str) -> SnapshotRecord | None:
         row = await call_on_thread(

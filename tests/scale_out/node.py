@@ -4,7 +4,9 @@ every session and records each answer.
     python -m tests.scale_out.node URL SCHEMA NAME SESSIONS ROUNDS OUT [LEASE_TTL_S]
 
 It registers agent ``main`` (its model answers ``answer: <message>`` after a short real
-wait, so turns are in flight when the test stops or kills a process), then for each round
+wait, so turns are in flight when the test stops or kills a process), sends ``warm`` to
+its own third of the sessions (so it holds their leases), prints ``warm`` and waits for a
+line on stdin; then for each round
 sends ``NAME-ROUND-s<N>`` to every session ``s<N>`` (20 at a time, starting at a
 different session in each process) and appends ``message<TAB>reply`` to OUT (flushed:
 what is in OUT was answered). It prints ``round R`` after each round, ``done`` at the
@@ -56,7 +58,14 @@ async def main(
     logging.getLogger("clawlog").setLevel(logging.INFO)
     async with System.open(url, schema=schema, lease_ttl_s=ttl) as system:
         await system.register_agent(AgentConfig(key="main"), SlowModel())  # type: ignore[arg-type]
-        start = sum(map(ord, name)) % sessions
+        index = int(name.removeprefix("n")) - 1
+        mine = range(index * sessions // 3, (index + 1) * sessions // 3)
+        await asyncio.gather(
+            *(system.send("main", f"s{s}", f"warm {name} s{s}", timeout=120) for s in mine)
+        )
+        print("warm", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        start = mine.start
         order = [(start + n) % sessions for n in range(sessions)]
         gate = asyncio.Semaphore(20)
         with open(out, "a", buffering=1) as answers:

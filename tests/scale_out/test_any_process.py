@@ -4,6 +4,7 @@ past its lease and woken, and every message is still answered exactly once."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -41,10 +42,16 @@ class Node:
                 str(TTL),
             ],
             cwd=ROOT,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
+
+    def go(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write("go\n")
+        self.process.stdin.flush()
 
     def line(self) -> str:
         assert self.process.stdout is not None
@@ -54,6 +61,13 @@ class Node:
         out, err = self.process.communicate(timeout=600)
         assert self.process.returncode == 0, err[-3000:]
         return out.splitlines()
+
+    def reap(self) -> None:
+        """Kill it if it runs, and close its pipes (however the test ended)."""
+        if self.process.poll() is None:
+            self.process.kill()
+        with contextlib.suppress(ValueError, OSError):
+            self.process.communicate(timeout=60)
 
     def answers(self) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {}
@@ -121,6 +135,10 @@ def test_any_process_serves_any_session_through_a_kill_and_a_pause(tmp_path: Pat
     nodes = [Node(url, schema, f"n{i}", tmp_path / f"n{i}.tsv", rounds=3) for i in (1, 2, 3)]
     killed, paused, steady = nodes
     try:
+        # Each holds its own third of the sessions, then all send to every session.
+        assert [node.line() for node in nodes] == ["warm"] * 3
+        for node in nodes:
+            node.go()
         assert killed.line() == "round 0"  # every process has reached every session
         os.kill(killed.process.pid, signal.SIGKILL)
         os.kill(paused.process.pid, signal.SIGSTOP)
@@ -132,9 +150,7 @@ def test_any_process_serves_any_session_through_a_kill_and_a_pause(tmp_path: Pat
         finished = {node.name: node.finish() for node in (paused, steady)}
     finally:
         for node in nodes:
-            if node.process.poll() is None:
-                node.process.kill()
-                node.process.communicate(timeout=60)
+            node.reap()
     # Every message of the surviving processes was answered, once, with its own answer.
     for node in (paused, steady):
         answers = node.answers()
