@@ -102,7 +102,13 @@ class Subscription:
 
     async def _fill(self) -> None:
         backend = self._store.backend
-        head = self.head_seen = await backend.head_position()
+        # A backend told of appends (PostgreSQL's notifications carry the new head) spares
+        # the round trip for the head when what it was told is past this reader; else ask.
+        told = getattr(backend, "notified_head", None)
+        head = told() if told is not None else 0
+        if head < self._next:
+            head = await backend.head_position()
+        self.head_seen = head
         if head >= self._next:
             try:
                 events = await self._store.read_all(

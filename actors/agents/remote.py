@@ -82,12 +82,13 @@ class RemoteSessions:
     ) -> None:
         store = self._runtime.store
         try:
-            head = await store.head_position()
             event = inbox_event(agent, message, scrub, self._runtime.ownership.owner)
             meta = EventMetadata(
                 correlation_id=message.turn_id, actor=self._runtime.ownership.owner
             )
-            await store.append(inbox_stream(agent, message.session_key), [event], ANY, meta)
+            stream = inbox_stream(agent, message.session_key)
+            # The turn can only end after its message is in the log: wait from there.
+            head = (await store.append(stream, [event], ANY, meta))[-1].position
         except Exception as exc:
             reply.set_error(
                 exc

@@ -127,9 +127,14 @@ class SessionRouter:
         """An inbox message: to its session if it runs here (as is, no read), else to
         whoever may serve it."""
         event = recorded.event
-        if self._runtime.ownership.holds(session_stream(event.agent, event.session_key)):
+        stream = session_stream(event.agent, event.session_key)
+        if self._runtime.ownership.holds(stream):
             arrived = ReadInbox(session_key=event.session_key, version=recorded.version, sent=event)
-            self._tell(event.agent, arrived)
+            session = self._runtime.lookup(stream)
+            if session is not None and session.is_alive():
+                session.tell(arrived)  # straight to it: one hop fewer
+            else:
+                self._tell(event.agent, arrived)
         else:
             self.take_over(event.agent, event.session_key)
 

@@ -324,6 +324,11 @@ class PostgresBackend:
         rows = await self._fetch(f"SELECT coalesce(max(position), 0) FROM {self.schema}.events")
         return int(rows[0][0])
 
+    def notified_head(self) -> int:
+        """The highest position a notification announced (0: none since the listener
+        connected): committed and visible, possibly behind the head."""
+        return self._notified_head
+
     async def wait_for_append(self, after_position: int, timeout: float) -> None:
         self._check_open()
         event = self._appended
