@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, cast
 
@@ -257,6 +257,20 @@ class EventStore:
         validate_stream(stream)
         rows = await self.backend.read_stream(stream, from_version, limit)
         return self._decode_all(rows)
+
+    async def iter_stream(
+        self, stream: str, from_version: int = 1, *, page_size: int = 1000
+    ) -> AsyncIterator[RecordedEvent]:
+        """Every event of ``stream`` from ``from_version`` on, read ``page_size`` at a time:
+        a long stream in bounded memory. Errors as :meth:`read_stream`."""
+        version = from_version
+        while True:
+            page = await self.read_stream(stream, version, page_size)
+            for recorded in page:
+                yield recorded
+            if len(page) < page_size:
+                return
+            version = page[-1].version + 1
 
     async def read_all(
         self,

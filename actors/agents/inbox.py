@@ -13,21 +13,16 @@ from .messages import SendMessage
 
 __all__ = ["inbox_event", "read_inbox", "sent_message"]
 
-_PAGE = 500
-
 
 async def read_inbox(
     store: Any, agent: str, session_key: str, after: int
 ) -> list[tuple[int, InboxMessageSent]]:
     """The inbox's messages after version ``after``, with their versions (on the hub)."""
-    found: list[tuple[int, InboxMessageSent]] = []
-    stream, version = inbox_stream(agent, session_key), after + 1
-    while True:
-        page = await store.read_stream(stream, version, _PAGE)
-        found += [(r.version, r.event) for r in page if isinstance(r.event, InboxMessageSent)]
-        if len(page) < _PAGE:
-            return found
-        version = page[-1].version + 1
+    return [
+        (recorded.version, recorded.event)
+        async for recorded in store.iter_stream(inbox_stream(agent, session_key), after + 1)
+        if isinstance(recorded.event, InboxMessageSent)
+    ]
 
 
 def sent_message(version: int, event: InboxMessageSent) -> SendMessage:

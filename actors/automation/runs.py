@@ -11,8 +11,6 @@ from clawlog.events.streams import session_stream
 
 __all__ = ["RunState", "run_states"]
 
-_PAGE = 1000
-
 #: ``absent`` (the session never had it), ``started`` (its turn is unfinished: the
 #: session resumes it), ``completed`` or ``failed``; with the reply or the failure.
 RunState = tuple[str, str]
@@ -23,21 +21,15 @@ async def run_states(store: Any, agent: str, runs: Sequence[OpenRun]) -> dict[st
     found: dict[str, RunState] = {run.turn_id: ("absent", "") for run in runs}
     for session_key in sorted({run.session_key for run in runs}):
         wanted = {run.turn_id for run in runs if run.session_key == session_key}
-        version = 1
-        while True:
-            page = await store.read_stream(session_stream(agent, session_key), version, _PAGE)
-            for recorded in page:
-                event = recorded.event
-                turn_id = getattr(event, "turn_id", None)
-                if turn_id not in wanted:
-                    continue
-                if isinstance(event, TurnStarted):
-                    found[turn_id] = ("started", "")
-                elif isinstance(event, TurnCompleted):
-                    found[turn_id] = ("completed", event.reply)
-                elif isinstance(event, TurnFailed):
-                    found[turn_id] = ("failed", f"{event.reason}: {event.message}")
-            if len(page) < _PAGE:
-                break
-            version = page[-1].version + 1
+        async for recorded in store.iter_stream(session_stream(agent, session_key)):
+            event = recorded.event
+            turn_id = getattr(event, "turn_id", None)
+            if turn_id not in wanted:
+                continue
+            if isinstance(event, TurnStarted):
+                found[turn_id] = ("started", "")
+            elif isinstance(event, TurnCompleted):
+                found[turn_id] = ("completed", event.reply)
+            elif isinstance(event, TurnFailed):
+                found[turn_id] = ("failed", f"{event.reason}: {event.message}")
     return found

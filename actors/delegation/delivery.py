@@ -18,8 +18,6 @@ from clawlog.events.domain.session import TurnStarted
 
 __all__ = ["DeliveredTurn", "delivered_turns"]
 
-_PAGE = 1000
-
 #: A turn that delivered an outcome: its sender, turn id and log position.
 DeliveredTurn = tuple[str, str, int]
 
@@ -29,16 +27,9 @@ async def delivered_turns(
 ) -> list[DeliveredTurn]:
     """The turns of ``session`` started by one of ``senders`` or with one of ``turn_ids``,
     in log order (run it on the hub, with the hub's store)."""
-    found: list[DeliveredTurn] = []
-    version = 1
-    while True:
-        page = await store.read_stream(session, version, _PAGE)
-        for recorded in page:
-            event = recorded.event
-            if isinstance(event, TurnStarted) and (
-                event.sender in senders or event.turn_id in turn_ids
-            ):
-                found.append((event.sender, event.turn_id, recorded.position))
-        if len(page) < _PAGE:
-            return found
-        version = page[-1].version + 1
+    return [
+        (event.sender, event.turn_id, recorded.position)
+        async for recorded in store.iter_stream(session)
+        if isinstance(event := recorded.event, TurnStarted)
+        and (event.sender in senders or event.turn_id in turn_ids)
+    ]

@@ -44,14 +44,8 @@ async def tools(
     """Print the custom tools in force (all, or those ``agent`` gets); ``window``: only
     those defined from a position or time on, at most ``limit`` of them."""
     definitions = CustomToolDefinitions()
-    stream, version = custom_tools_stream(), 1
-    while True:
-        page = await store.read_stream(stream, version, _PAGE)
-        for recorded in page:
-            definitions.apply(recorded)
-        if len(page) < _PAGE:
-            break
-        version = page[-1].version + 1
+    async for recorded in store.iter_stream(custom_tools_stream(), page_size=_PAGE):
+        definitions.apply(recorded)
     entries = definitions.visible_to(agent) if agent else definitions.entries()
     since = window.since
     if since is not None and since.position is not None:
