@@ -26,6 +26,7 @@ from typing import Any
 
 import msgspec
 
+from clawlog.events import Lease
 from clawlog.events.domain.inbox import InboxMessageSent
 from clawlog.events.logging import get_logger
 from clawlog.events.streams import agent_stream, session_stream
@@ -91,13 +92,9 @@ class SessionRouter:
         if not self.serves(agent, session_key):
             return False
         stream = session_stream(agent, session_key)
-        leases = self._runtime.run(self._runtime.ownership.backend.leases([stream]))
-        lease = leases.get(stream)
-        return (
-            lease is None
-            or lease.owner == self._runtime.ownership.owner
-            or (lease.expires_at <= time.time())
-        )
+        ownership = self._runtime.ownership
+        lease = self._runtime.run(ownership.backend.leases([stream])).get(stream)
+        return _free(lease, but=ownership.owner)
 
     # -- on the hub ---------------------------------------------------------------------
     async def start(self) -> None:
@@ -142,8 +139,7 @@ class SessionRouter:
         """No live process holds the session's lease (released, expired or none; on the
         hub)."""
         stream = session_stream(agent, session_key)
-        lease = (await self._runtime.ownership.backend.leases([stream])).get(stream)
-        return lease is None or lease.expires_at <= time.time()
+        return _free((await self._runtime.ownership.backend.leases([stream])).get(stream))
 
     async def _take_over(self, agent: str, session_key: str) -> None:
         stream = session_stream(agent, session_key)
@@ -151,8 +147,6 @@ class SessionRouter:
         if ownership.holds(stream):
             self._tell(agent, ReadInbox(session_key=session_key))
             return
-        # A released or expired lease is free (its time is the server's; a few seconds of
-        # skew between machines only delays this: claiming decides, atomically).
         if await self.is_free(agent, session_key):
             self._tell(agent, TakeOver(session_key=session_key))
 
@@ -197,3 +191,10 @@ class SessionRouter:
         supervisor = self._runtime.lookup(agent_stream(agent))
         if supervisor is not None:  # an agent this process does not run: not its work
             supervisor.tell(message)
+
+
+def _free(lease: Lease | None, *, but: str = "") -> bool:
+    """No live process other than ``but`` holds ``lease``: there is none, it expired or
+    was released (its time is the server's; a few seconds of skew between machines only
+    delays a takeover: claiming decides, atomically), or it is ``but``'s."""
+    return lease is None or lease.expires_at <= time.time() or (bool(but) and lease.owner == but)

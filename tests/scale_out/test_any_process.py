@@ -91,16 +91,21 @@ async def lease_owners(url: str, schema: str) -> dict[str, str]:
 
 
 async def wait_until_taken_over(url: str, schema: str, pid: int) -> None:
-    """Until another process holds a session process ``pid`` held (a takeover)."""
+    """Until another process starts a session process ``pid`` held: an ``actor.started``
+    on its stream after the pause (the paused process writes nothing)."""
     mine = f":{pid}:"
     held = {s for s, owner in (await lease_owners(url, schema)).items() if mine in owner}
     assert held, "the paused process held no session"
-    async with asyncio.timeout(120):
-        while True:
-            now = await lease_owners(url, schema)
-            if any(mine not in now.get(stream, mine) for stream in held):
-                return
-            await asyncio.sleep(0.2)  # polling the lease table for the outcome
+    store = await open_store(PostgresBackend(url, schema=schema, read_only=True))
+    try:
+        head = await store.head_position()
+        async with asyncio.timeout(120):
+            async with store.subscribe(head + 1, types=["actor.started"]) as started:
+                async for recorded in started:
+                    if recorded.stream in held:
+                        return
+    finally:
+        await store.close()
 
 
 async def turns(url: str, schema: str) -> tuple[Counter[str], Counter[str], int, int]:
