@@ -34,6 +34,7 @@ __all__ = [
     "check_members",
     "check_model",
     "check_name",
+    "check_optional",
     "check_parts",
     "check_session_key",
     "check_team_id",
@@ -330,6 +331,12 @@ def check_timeout(timeout: object, parameter: str = "timeout") -> float | None:
     if not (timeout > 0 and math.isfinite(timeout)):
         raise InvalidArgument(parameter, f"must be a positive number of seconds, not {timeout}")
     return float(timeout)
+
+
+def check_optional(value: object, kind: type, parameter: str, name: str) -> None:
+    """Refuse ``value`` unless it is a ``kind`` (``name``, as the error says it) or None."""
+    if value is not None and not isinstance(value, kind):
+        raise ArgumentTypeError(parameter, f"must be a {name} or None, not {type(value).__name__}")
 
 
 def check_count(value: object, parameter: str) -> int:

@@ -87,6 +87,7 @@ from .boundary import (
     check_members,
     check_model,
     check_name,
+    check_optional,
     check_session_key,
     check_team_id,
     check_timeout,
@@ -204,30 +205,16 @@ class System:
             MissingDependency: a ``postgresql://`` URL without the ``postgres`` extra (an
                 ``ImportError`` too; the message says what to install).
         """
-        if placement is not None and not isinstance(placement, Placement):
-            raise ArgumentTypeError(
-                "placement", f"must be a clawlog Placement or None, not {type(placement).__name__}"
-            )
+        check_optional(placement, Placement, "placement", "clawlog Placement")
+        check_optional(clock, Clock, "clock", "clawlog Clock (now, subscribe)")
+        check_optional(limits, Limits, "limits", "clawlog.actors.Limits")
+        check_optional(approvals, ApprovalConfig, "approvals", "clawlog.ApprovalConfig")
         if (
             isinstance(lease_ttl_s, bool)
             or not isinstance(lease_ttl_s, int | float)
             or not (1.0 <= lease_ttl_s <= 3600.0)
         ):
             raise InvalidArgument("lease_ttl_s", f"must be 1 to 3600 seconds, not {lease_ttl_s!r}")
-        if clock is not None and not isinstance(clock, Clock):
-            raise ArgumentTypeError(
-                "clock",
-                f"must be a clawlog Clock (now, subscribe) or None, not {type(clock).__name__}",
-            )
-        if limits is not None and not isinstance(limits, Limits):
-            raise ArgumentTypeError(
-                "limits", f"must be a clawlog.actors.Limits or None, not {type(limits).__name__}"
-            )
-        if approvals is not None and not isinstance(approvals, ApprovalConfig):
-            kind = type(approvals).__name__
-            raise ArgumentTypeError(
-                "approvals", f"must be a clawlog.ApprovalConfig or None, not {kind}"
-            )
         check_metering(model_catalog, budgets)
         if event_types:
             registry = store_options.setdefault("registry", default_registry())
