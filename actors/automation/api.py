@@ -24,7 +24,7 @@ from typing import Any
 
 import msgspec
 
-from clawlog.events.domain.routine import RoutineTrigger
+from clawlog.events.domain.routine import RoutineDefined, RoutineTrigger
 from clawlog.events.domain.timer import MISFIRE_POLICIES, MisfirePolicy
 from clawlog.events.folds.routines import RunRecord
 
@@ -86,7 +86,7 @@ class Routines:
         for parameter, value in (("grace_s", grace_s), ("cooldown_s", cooldown_s)):
             if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
                 raise InvalidArgument(parameter, f"must be a number of seconds ≥ 0, not {value!r}")
-        request = DefineRoutine(
+        routine = RoutineDefined(
             name=check_name(name, "name", limits, required=True),
             origin="api",
             trigger=trigger,
@@ -100,6 +100,7 @@ class Routines:
             grace_s=float(grace_s),
             cooldown_s=float(cooldown_s),
         )
+        request = DefineRoutine(routine=routine)
         return await self._ask(agent, request)  # type: ignore[no-any-return]
 
     async def remove(self, agent: str, name: str) -> bool:

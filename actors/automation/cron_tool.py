@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from clawlog.events.domain.routine import RoutineTrigger, Schedule
+from clawlog.events.domain.routine import RoutineDefined, RoutineTrigger, Schedule
 from clawlog.events.domain.timer import MISFIRE_POLICIES
 from clawlog.events.streams import agent_stream
 
@@ -137,7 +137,7 @@ class CronTool(ActorTool):
         message = args.get("message", current.prompt if current else "")
         if not isinstance(message, str) or not message.strip():
             raise Rejected("parameter 'message' is required: what you want to be told when it runs")
-        request = DefineRoutine(
+        routine = RoutineDefined(
             name=job_id,
             origin="cron",
             trigger=RoutineTrigger(kind="schedule", schedule=schedule)
@@ -151,8 +151,8 @@ class CronTool(ActorTool):
             enabled=bool(args.get("enabled", current.enabled if current else True)),
             misfire=args.get("misfire", current.misfire if current else "fire"),
             defined_by=ctx.session_stream or ctx.session_key,
-            replace=update,
         )
+        request = DefineRoutine(routine=routine, replace=update)
         info: RoutineInfo = await self._ask(ctx, request)
         verb = "updated" if update else "added"
         when = f"next run {_iso(info.next_due)}" if info.next_due else "no run scheduled"

@@ -9,7 +9,6 @@ import msgspec
 from clawlog.events.domain.routine import (
     RoutineDefined,
     RoutineOrigin,
-    RoutineTrigger,
     TriggerKind,
 )
 from clawlog.events.domain.timer import MisfirePolicy
@@ -31,21 +30,11 @@ __all__ = [
 
 
 class DefineRoutine(Request["RoutineInfo"], frozen=True, kw_only=True):
-    """Define a routine, or redefine the one with this name and origin."""
+    """Define a routine, or redefine the one with this name and origin: ``routine`` is the
+    definition to record (its ``after_position`` and an ``every`` schedule's anchor are
+    set by the routines actor)."""
 
-    name: str
-    origin: RoutineOrigin
-    trigger: RoutineTrigger
-    prompt: str
-    session_key: str
-    channel: str = ""
-    chat_id: str = ""
-    user: str = ""
-    enabled: bool = True
-    misfire: MisfirePolicy = "fire"
-    grace_s: float = 60.0
-    cooldown_s: float = 0.0
-    defined_by: str = "api"
+    routine: RoutineDefined
     #: False: refused if a routine of this name exists (the cron tool's ``add``).
     replace: bool = True
     #: For ``origin="cron"``: refused past this many cron jobs, or with runs closer together.

@@ -39,7 +39,7 @@ class RoutinesPort:
     def prepare(self, message: Any, config: Any) -> Any:
         """``message`` as the routines actor gets it: a cron job (``origin="cron"``) under
         the agent's :class:`~actors.agents.CronLimits` (``config.cron``)."""
-        if isinstance(message, DefineRoutine) and message.origin == "cron":
+        if isinstance(message, DefineRoutine) and message.routine.origin == "cron":
             limits = config.cron
             return msgspec.structs.replace(
                 message, max_jobs=limits.max_jobs, min_interval_s=limits.min_interval_s

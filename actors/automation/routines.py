@@ -216,63 +216,50 @@ class AgentRoutines(EventSourcedActor[RoutinesState]):
     # -- definitions --------------------------------------------------------------------
     def _define(self, request: DefineRoutine) -> RoutineInfo:
         self._check(request)
-        schedule = request.trigger.schedule
+        routine = request.routine
+        schedule = routine.trigger.schedule
         if schedule is not None and schedule.kind == "every" and not schedule.anchor:
             # On a grid from now: a late run does not shift the ones after it.
             anchored = msgspec.structs.replace(schedule, anchor=self.clock_now() + schedule.every_s)
-            trigger = msgspec.structs.replace(request.trigger, schedule=anchored)
-            request = msgspec.structs.replace(request, trigger=trigger)
-        existing = self.state.routines.routines.get(request.name)
+            trigger = msgspec.structs.replace(routine.trigger, schedule=anchored)
+            routine = msgspec.structs.replace(routine, trigger=trigger)
+        existing = self.state.routines.routines.get(routine.name)
         after = existing.matched_position if existing is not None else 0
-        if request.trigger.kind == "event" and not (
+        if routine.trigger.kind == "event" and not (
             existing is not None
             and existing.definition.trigger.kind == "event"
             and existing.definition.enabled
         ):  # events fire it from now on: none from before, none from while it was off
             after = self.runtime.run(self.runtime.store.head_position())
-        definition = RoutineDefined(
-            name=request.name,
-            origin=request.origin,
-            trigger=request.trigger,
-            prompt=request.prompt,
-            session_key=request.session_key,
-            channel=request.channel,
-            chat_id=request.chat_id,
-            user=request.user,
-            enabled=request.enabled,
-            misfire=request.misfire,
-            grace_s=request.grace_s,
-            cooldown_s=request.cooldown_s,
-            defined_by=request.defined_by,
-            after_position=after,
-        )
+        definition = msgspec.structs.replace(routine, after_position=after)
         self.emit([definition, *self._timer_events(definition)])
-        entry = self.state.routines.routines[request.name]
+        entry = self.state.routines.routines[definition.name]
         self._watch(entry)
         return self._info(entry)
 
     def _check(self, request: DefineRoutine) -> None:
-        if _NAME.fullmatch(request.name) is None:
+        routine = request.routine
+        if _NAME.fullmatch(routine.name) is None:
             raise Rejected(
-                f"routine name {request.name!r}: 1-64 characters of A-Z a-z 0-9 _ . : - "
+                f"routine name {routine.name!r}: 1-64 characters of A-Z a-z 0-9 _ . : - "
                 "(starting with a letter or digit)"
             )
-        existing = self.state.routines.routines.get(request.name)
-        if existing is not None and existing.definition.origin != request.origin:
+        existing = self.state.routines.routines.get(routine.name)
+        if existing is not None and existing.definition.origin != routine.origin:
             raise Rejected(
-                f"a {existing.definition.origin} routine named {request.name!r} exists; "
+                f"a {existing.definition.origin} routine named {routine.name!r} exists; "
                 "choose another name"
             )
         if existing is not None and not request.replace:
-            raise Rejected(f"{request.name!r} exists; update it, or choose another name")
-        if request.origin == "cron" and existing is None and request.max_jobs:
+            raise Rejected(f"{routine.name!r} exists; update it, or choose another name")
+        if routine.origin == "cron" and existing is None and request.max_jobs:
             self._check_job_count(request.max_jobs)
-        trigger = request.trigger
+        trigger = routine.trigger
         if trigger.kind == "schedule":
             self._check_schedule(trigger, request.min_interval_s)
         elif trigger.kind == "event":
             self._check_event_types(trigger)
-        if not request.prompt.strip() and request.origin != "heartbeat":
+        if not routine.prompt.strip() and routine.origin != "heartbeat":
             raise Rejected("a routine needs a prompt: what the agent is told when it runs")
 
     def _check_job_count(self, max_jobs: int) -> None:
@@ -644,19 +631,23 @@ def heartbeat_routine(config: HeartbeatConfig, now: float) -> DefineRoutine:
     """The ``heartbeat`` routine ``config`` is (its periods counted from ``now``): its
     message is the agent's HEARTBEAT.md, read when it runs."""
     return DefineRoutine(
-        name=HEARTBEAT,
-        origin="heartbeat",
-        trigger=RoutineTrigger(
-            kind="schedule",
-            schedule=Schedule(kind="every", every_s=config.every_s, anchor=now + config.every_s),
-        ),
-        prompt="",
-        session_key=config.session_key,
-        channel=config.channel,
-        chat_id=config.chat_id,
-        user=config.user,
-        misfire=config.misfire,
-        defined_by="config",
+        routine=RoutineDefined(
+            name=HEARTBEAT,
+            origin="heartbeat",
+            trigger=RoutineTrigger(
+                kind="schedule",
+                schedule=Schedule(
+                    kind="every", every_s=config.every_s, anchor=now + config.every_s
+                ),
+            ),
+            prompt="",
+            session_key=config.session_key,
+            channel=config.channel,
+            chat_id=config.chat_id,
+            user=config.user,
+            misfire=config.misfire,
+            defined_by="config",
+        )
     )
 
 

@@ -406,18 +406,20 @@ async def test_the_application_disables_and_removes_an_agents_cron_job(
     running: tuple[System, ManualClock],
 ) -> None:
     from clawlog.actors.automation.messages import DefineRoutine
-    from clawlog.events.domain.routine import RoutineTrigger, Schedule
+    from clawlog.events.domain.routine import RoutineDefined, RoutineTrigger, Schedule
     from clawlog.events.streams import agent_stream
 
     system, _ = running
     supervisor = system.actor(agent_stream(AGENT))
     assert supervisor is not None
     job = DefineRoutine(
-        name="job-1",
-        origin="cron",
-        trigger=RoutineTrigger(kind="schedule", schedule=Schedule(kind="every", every_s=3600)),
-        prompt="Ping.",
-        session_key="chat",
+        routine=RoutineDefined(
+            name="job-1",
+            origin="cron",
+            trigger=RoutineTrigger(kind="schedule", schedule=Schedule(kind="every", every_s=3600)),
+            prompt="Ping.",
+            session_key="chat",
+        )
     )
     await system.ask(supervisor, job)
     off = await system.routines.enable(AGENT, "job-1", False)
