@@ -3,15 +3,15 @@ every session and records each answer.
 
     python -m tests.scale_out.node URL SCHEMA NAME SESSIONS ROUNDS OUT [LEASE_TTL_S]
 
-It registers agent ``main`` (its model answers ``answer: <message>`` after a short real
-wait, so turns are in flight when the test stops or kills a process), sends ``warm`` to
-its own third of the sessions (so it holds their leases), prints ``warm`` and waits for a
-line on stdin; then for each round
-sends ``NAME-ROUND-s<N>`` to every session ``s<N>`` (20 at a time, starting at a
-different session in each process) and appends ``message<TAB>reply`` to OUT (flushed:
-what is in OUT was answered). It prints ``round R`` after each round, ``done`` at the
-end, and ``stepped back N`` / ``fenced N``: how many of its actors stepped back because
-another process took their stream over, and how many of its appends were fenced.
+It registers agent ``main`` (its model answers ``answer: <message>``; with twenty sends
+at a time and each turn several appends, turns are in flight when the test stops or
+kills a process), sends ``warm`` to its own third of the sessions (so it holds their
+leases), prints ``warm`` and waits for a line on stdin; then for each round sends
+``NAME-ROUND-s<N>`` to every session ``s<N>`` (20 at a time, starting at a different
+session in each process) and appends ``message<TAB>reply`` to OUT (flushed: what is in
+OUT was answered). It prints ``round R`` after each round, ``done`` at the end, and
+``stepped back N`` / ``fenced N``: how many of its actors stepped back because another
+process took their stream over, and how many of its appends were fenced.
 """
 
 from __future__ import annotations
@@ -37,17 +37,12 @@ class Counter(logging.Handler):
         self.fenced += "fenced" in text.lower()
 
 
-async def slow_answer(request: ModelRequest) -> ModelReply:
-    await asyncio.sleep(0.02)  # a model takes time: turns are in flight when a process stops
-    return reply(f"answer: {request.messages[-1].content}")
-
-
-class SlowModel:
-    name = "slow"
+class EchoModel:
+    name = "echo"
     provider = "test"
 
     async def complete(self, request: ModelRequest) -> ModelReply:
-        return await slow_answer(request)
+        return reply(f"answer: {request.messages[-1].content}")
 
 
 async def main(
@@ -57,7 +52,7 @@ async def main(
     logging.getLogger("clawlog").addHandler(counter)
     logging.getLogger("clawlog").setLevel(logging.INFO)
     async with System.open(url, schema=schema, lease_ttl_s=ttl) as system:
-        await system.register_agent(AgentConfig(key="main"), SlowModel())  # type: ignore[arg-type]
+        await system.register_agent(AgentConfig(key="main"), EchoModel())  # type: ignore[arg-type]
         index = int(name.removeprefix("n")) - 1
         mine = range(index * sessions // 3, (index + 1) * sessions // 3)
         await asyncio.gather(
