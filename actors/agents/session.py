@@ -1086,14 +1086,18 @@ class Session(EventSourcedActor[SessionState]):
             self._inbox_again = True
             return
         self._inbox_reading = True
-        after = max(self.state.inbox_version, self._inbox_read)
-        read = read_inbox(self.runtime.store, self.config.key, self.session_key, after)
+        read = read_inbox(self.runtime.store, self.config.key, self.session_key, self._inbox_taken)
         self.pipe(read, "inbox")
+
+    @property
+    def _inbox_taken(self) -> int:
+        """The inbox's highest version this session has: its turn started, or queued."""
+        return max(self.state.inbox_version, self._inbox_read)
 
     def _inbox_arrived(self, arrived: ReadInbox) -> None:
         """The next message of the inbox, as the router saw it appended, is taken as is;
         anything else (a gap, a read in flight) reads the inbox."""
-        expected = max(self.state.inbox_version, self._inbox_read) + 1
+        expected = self._inbox_taken + 1
         if arrived.sent is None or self._inbox_reading or arrived.version != expected:
             if arrived.sent is None or arrived.version >= expected:
                 self._read_inbox()
@@ -1103,7 +1107,7 @@ class Session(EventSourcedActor[SessionState]):
 
     def _take_inbox(self, found: list[tuple[int, Any]]) -> None:
         for version, event in found:
-            if version <= max(self.state.inbox_version, self._inbox_read):
+            if version <= self._inbox_taken:
                 continue
             self._inbox_read = version
             message = sent_message(version, event)
