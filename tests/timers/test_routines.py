@@ -252,6 +252,50 @@ async def test_a_run_the_process_lost_before_its_session_had_it_is_sent_once(db:
         await system.close()
 
 
+async def test_a_run_whose_turn_was_cancelled_ends_at_start_and_is_not_sent_again(
+    db: Path,
+) -> None:
+    from clawlog.events.domain.session import TurnCancelled, TurnCompleted, TurnStarted
+
+    clock = ManualClock(T0)
+    system = await start(db, clock)
+    await system.routines.define(AGENT, "job", "Do the job.", Trigger.manual())
+    await system.close()
+    # The log as a process leaves it that stopped after the run's turn was cancelled and
+    # before the run's end was recorded; a session with a longer key holds a turn of the
+    # same id (its stream shares the run's session stream as a prefix).
+    turn = "cancelled-turn-1"
+    async with System.open(db) as offline:
+        version = await offline.store.stream_version(STREAM)
+        lost = RunStarted(
+            turn_id=turn,
+            name="job",
+            origin="api",
+            trigger="manual",
+            session_key="routines",
+            message="Do the job.",
+            started_at=T0,
+        )
+        await offline.store.append(STREAM, [lost], version, EventMetadata(actor=STREAM))
+        started = TurnStarted(turn_id=turn, text="Do the job.")
+        await offline.store.append(
+            f"session/{AGENT}/routines", [started, TurnCancelled(turn_id=turn)], 0
+        )
+        await offline.store.append(
+            f"session/{AGENT}/routines-2",
+            [started, TurnCompleted(turn_id=turn, reply="not this one", iterations=1)],
+            0,
+        )
+    system = await start(db, clock)
+    seen = await wait_for_events(system, STREAM, count("routine.run_ended"))
+    (ended,) = of_type(seen, "routine.run_ended")
+    assert (ended.turn_id, ended.outcome) == (turn, "failed")
+    assert "cancelled" in ended.message
+    session = await system.store.read_stream(f"session/{AGENT}/routines")
+    assert [e.type for e in session] == ["session.turn_started", "session.turn_cancelled"]
+    await system.close()
+
+
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [
