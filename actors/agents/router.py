@@ -12,6 +12,9 @@ There is no cluster: each process decides from the log and the lease table alone
   whose owner stopped renewing (``expired_leases``) and takes those sessions over: each
   resumes its unfinished turn from the log and reads its inbox. A sender waiting for a
   reply does the same for its session.
+- **An agent's routines run in one process.** The same scan starts, in a process that
+  runs the agent, the routines whose lease another process let go (expired or released):
+  their timers fire there from then on.
 - **Placement** (:class:`Placement`) says which agents and sessions this process serves;
   ``System.drain()`` makes it serve none, so its sessions move to the others.
 """
@@ -29,7 +32,7 @@ import msgspec
 from clawlog.events import Lease
 from clawlog.events.domain.inbox import InboxMessageSent
 from clawlog.events.logging import get_logger
-from clawlog.events.streams import agent_stream, session_stream
+from clawlog.events.streams import agent_stream, routines_stream, session_stream
 
 from .messages import ReadInbox, StartRoutines, TakeOver
 
@@ -183,9 +186,34 @@ class SessionRouter:
             for lease in expired:
                 _, agent, session_key = lease.stream.split("/", 2)
                 self.take_over(agent, session_key)
-            for handle in self._runtime.running():  # each agent's routines run somewhere
-                if handle.path.startswith("agent/"):
-                    handle.tell(StartRoutines())
+            try:
+                orphaned = await self._orphaned_routines()
+            except Exception as exc:
+                _log.warning("could not look for routines nobody runs", error=str(exc))
+                continue
+            for agent in orphaned:  # each agent's routines run somewhere
+                self._tell(agent, StartRoutines())
+
+    async def _orphaned_routines(self) -> list[str]:
+        """The agents run here whose routines another process ran and stopped running
+        (their lease expired or was released): the agent's supervisor starts them here,
+        if it can take the lease. An agent whose routines were never leased has none to
+        run (defining one starts them), and routines leased here are running here."""
+        ownership = self._runtime.ownership
+        agents = [
+            handle.path.removeprefix("agent/")
+            for handle in self._runtime.running()
+            if handle.path.startswith("agent/")
+        ]
+        streams = {
+            routines_stream(agent): agent
+            for agent in agents
+            if not ownership.holds(routines_stream(agent))
+        }
+        if not streams:
+            return []
+        leases = await ownership.backend.leases(list(streams))
+        return [streams[stream] for stream, lease in leases.items() if _free(lease)]
 
     def _tell(self, agent: str, message: Any) -> None:
         supervisor = self._runtime.lookup(agent_stream(agent))
