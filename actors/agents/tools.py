@@ -48,7 +48,8 @@ class ActorTool:
         raise NotImplementedError
 
 
-def _json(value: Any) -> str:
+def answer_json(value: Any) -> str:
+    """A tool's answer to the model: ``value`` as JSON text."""
     return msgspec.json.encode(msgspec.to_builtins(value)).decode()
 
 
@@ -77,7 +78,7 @@ class SubagentTool(ActorTool):
         ports = self.services["agents"]
         action = args["action"]
         if action in ("spawn", "run"):
-            task = _required(args, "task")
+            task = required_arg(args, "task")
             info = await ports.spawn_subagent(
                 ctx, task, args.get("label", ""), wait=action == "run"
             )
@@ -90,16 +91,18 @@ class SubagentTool(ActorTool):
                 "to you when it finishes; do not wait for it."
             )
         if action == "list":
-            return _json(
+            return answer_json(
                 [
                     {k: getattr(t, k) for k in ("task_id", "label", "status", "task")}
                     for t in await ports.list_subagents(ctx)
                 ]
             )
         if action == "cancel":
-            cancelled = await ports.cancel_subagents(ctx, _required(args, "id"))
+            cancelled = await ports.cancel_subagents(ctx, required_arg(args, "id"))
             return f"cancelled: {', '.join(cancelled)}"
-        info = await ports.steer_subagent(ctx, _required(args, "id"), _required(args, "message"))
+        info = await ports.steer_subagent(
+            ctx, required_arg(args, "id"), required_arg(args, "message")
+        )
         return f"steered: the old task was cancelled and {info.task_id} started"
 
 
@@ -139,7 +142,7 @@ class HandoffTool(ActorTool):
         if args.get("action", "transfer") == "clear":
             previous = await ports.clear_handoff(ctx)
             return "no handoff was active" if previous is None else "handed the chat back"
-        target = _required(args, "agent")
+        target = required_arg(args, "agent")
         try:
             await ports.handoff(ctx, target, args.get("reason", ""))
         except Exception as exc:
@@ -170,7 +173,7 @@ class SessionsListTool(ActorTool):
                 break
             position = page[-1].position + 1
         keys = sorted(last, key=lambda k: -last[k])[: args.get("limit", 50)]
-        return _json(keys)
+        return answer_json(keys)
 
 
 class SessionsHistoryTool(ActorTool):
@@ -187,7 +190,7 @@ class SessionsHistoryTool(ActorTool):
     }
 
     async def run(self, ctx: CallerContext, args: dict[str, Any]) -> str:
-        key = _required(args, "session_key")
+        key = required_arg(args, "session_key")
         lines = []
         for recorded in await self.store.read_stream(session_stream(ctx.agent, key)):
             event = recorded.event
@@ -197,7 +200,7 @@ class SessionsHistoryTool(ActorTool):
                 lines.append({"from": ctx.agent, "text": event.reply})
         if not lines:
             raise Rejected(f"no session {key!r} for agent {ctx.agent}")
-        return _json(lines[-args.get("limit", 50) :])
+        return answer_json(lines[-args.get("limit", 50) :])
 
 
 class SessionsSendTool(ActorTool):
@@ -211,11 +214,11 @@ class SessionsSendTool(ActorTool):
     }
 
     async def run(self, ctx: CallerContext, args: dict[str, Any]) -> str:
-        key = _required(args, "session_key")
+        key = required_arg(args, "session_key")
         if key == ctx.session_key:
             raise Rejected("that is this session; answer directly instead")
         await self.services["agents"].send_to_session(
-            ctx.agent, key, _required(args, "text"), f"session:{ctx.session_key}"
+            ctx.agent, key, required_arg(args, "text"), f"session:{ctx.session_key}"
         )
         return f"sent to session {key}"
 
@@ -229,10 +232,11 @@ class SessionStatusTool(ActorTool):
     async def run(self, ctx: CallerContext, args: dict[str, Any]) -> str:
         key = args.get("session_key") or ctx.session_key
         # Safe for this very session too: it answers while this tool call is in flight.
-        return _json(await self.services["agents"].session_status(ctx.agent, key))
+        return answer_json(await self.services["agents"].session_status(ctx.agent, key))
 
 
-def _required(args: dict[str, Any], name: str) -> str:
+def required_arg(args: dict[str, Any], name: str) -> str:
+    """The non-blank text argument ``name``, or a refusal the model can act on."""
     value = args.get(name)
     if not isinstance(value, str) or not value.strip():
         raise Rejected(f"parameter {name!r} is required for this action")
@@ -269,7 +273,7 @@ class MessageTool(ActorTool):
     }
 
     async def run(self, ctx: CallerContext, args: dict[str, Any]) -> str:
-        text = _required(args, "text")
+        text = required_arg(args, "text")
         channel, chat_id = args.get("channel", ""), args.get("chat_id", "")
         if chat_id and not (channel or ctx.channel):
             raise Rejected("chat_id needs a channel: this conversation has none, name one")

@@ -20,14 +20,12 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-import msgspec
-
-from clawlog.events.domain.routine import RoutineDefined, RoutineTrigger, Schedule
+from clawlog.events.domain.routine import RoutineDefined, RoutineTrigger
 from clawlog.events.domain.timer import MISFIRE_POLICIES
 from clawlog.events.streams import agent_stream
 
 from ..agents.gateway import CallerContext
-from ..agents.tools import ActorTool
+from ..agents.tools import ActorTool, answer_json, required_arg
 from ..boundary import check_session_key
 from ..errors import InvalidArgument, InvalidSchedule, Rejected
 from .messages import (
@@ -38,7 +36,7 @@ from .messages import (
     RoutineRuns,
     RunRoutine,
 )
-from .schedule import check_schedule
+from .trigger import Trigger
 
 __all__ = ["CronTool"]
 
@@ -90,18 +88,18 @@ class CronTool(ActorTool):
         if action in ("add", "update"):
             return await self._define(ctx, args, update=action == "update")
         if action == "list":
-            return _json([_job(i) for i in await self._ask(ctx, ListRoutines(origin="cron"))])
+            return answer_json([_job(i) for i in await self._ask(ctx, ListRoutines(origin="cron"))])
         if action == "status":
             jobs = await self._ask(ctx, ListRoutines(origin="cron"))
             upcoming = [j.next_due for j in jobs if j.next_due is not None and j.enabled]
-            return _json(
+            return answer_json(
                 {
                     "jobs": len(jobs),
                     "enabled": sum(j.enabled for j in jobs),
                     "next_run": _iso(min(upcoming)) if upcoming else None,
                 }
             )
-        job_id = _required(args, "job_id")
+        job_id = required_arg(args, "job_id")
         if action == "remove":
             request = RemoveRoutine(
                 name=job_id, origin="cron", reason=f"removed by {ctx.session_key}"
@@ -113,7 +111,7 @@ class CronTool(ActorTool):
             turn_id = await self._ask(ctx, RunRoutine(name=job_id, origin="cron"))
             return f"job {job_id} is running now (turn {turn_id}); its reply comes as a message"
         runs = await self._ask(ctx, RoutineRuns(name=job_id, origin="cron"))
-        return _json(
+        return answer_json(
             [
                 {"turn_id": r.turn_id, "started": _iso(r.started_at), "trigger": r.trigger}
                 | {"outcome": r.outcome, "message": r.message}
@@ -131,24 +129,24 @@ class CronTool(ActorTool):
             if job_id not in jobs:
                 raise Rejected(f"no job {job_id!r}; action=list shows your jobs")
             current = jobs[job_id].definition
-        schedule = _schedule(args["schedule"]) if "schedule" in args else None
-        if schedule is None and current is None:
-            raise Rejected("parameter 'schedule' is required to add a job")
+        trigger = _trigger(args["schedule"]) if "schedule" in args else None
+        if trigger is None:
+            if current is None:
+                raise Rejected("parameter 'schedule' is required to add a job")
+            trigger = current.trigger
         message = args.get("message", current.prompt if current else "")
         if not isinstance(message, str) or not message.strip():
             raise Rejected("parameter 'message' is required: what you want to be told when it runs")
         routine = RoutineDefined(
             name=job_id,
             origin="cron",
-            trigger=RoutineTrigger(kind="schedule", schedule=schedule)
-            if schedule is not None
-            else current.trigger,  # type: ignore[union-attr]
+            trigger=trigger,
             prompt=message,
             session_key=_session_key(args, current.session_key if current else ctx.session_key),
             channel=current.channel if current else ctx.channel,
             chat_id=current.chat_id if current else ctx.chat_id,
             user=current.user if current else ctx.user,
-            enabled=bool(args.get("enabled", current.enabled if current else True)),
+            enabled=args.get("enabled", current.enabled if current else True),  # schema: bool
             misfire=args.get("misfire", current.misfire if current else "fire"),
             defined_by=ctx.session_stream or ctx.session_key,
         )
@@ -172,22 +170,22 @@ def _session_key(args: dict[str, Any], default: str) -> str:
         raise Rejected(exc.problem) from exc
 
 
-def _schedule(spec: Any) -> Schedule:
+def _trigger(spec: Any) -> RoutineTrigger:
+    """The model's ``schedule`` object as a checked schedule trigger (through
+    :class:`~actors.automation.Trigger`'s builders, as the application's)."""
     if not isinstance(spec, dict):
         raise Rejected('schedule must be an object such as {"kind": "every", "every": "1h"}')
     kind = spec.get("kind")
     try:
         if kind == "cron":
-            schedule = Schedule(
-                kind="cron", expr=str(spec.get("expr", "")), tz=str(spec.get("tz") or "UTC")
-            )
+            trigger = Trigger.cron(str(spec.get("expr", "")), str(spec.get("tz") or "UTC"))
         elif kind == "every":
-            schedule = Schedule(kind="every", every_s=_seconds(spec))
+            trigger = Trigger.every(_seconds(spec))
         elif kind == "at":
-            schedule = Schedule(kind="at", at=_when(spec.get("at")))
+            trigger = Trigger.at(str(spec.get("at", "")))  # UTC unless it has an offset
         else:
             raise Rejected("schedule.kind must be cron, every or at")
-        return check_schedule(schedule)
+        return trigger
     except InvalidSchedule as exc:
         raise Rejected(exc.problem) from exc
 
@@ -199,16 +197,6 @@ def _seconds(spec: dict[str, Any]) -> float:
     if found is None:
         raise Rejected('schedule.every must be a duration such as "90s", "30m", "2h" or "1d"')
     return float(found.group(1)) * _UNIT[found.group(2)]
-
-
-def _when(value: Any) -> float:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    try:
-        when = datetime.fromisoformat(str(value))
-    except ValueError as exc:
-        raise Rejected(f"schedule.at {value!r} is not an ISO 8601 time") from exc
-    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
 
 
 def _job(info: RoutineInfo) -> dict[str, Any]:
@@ -225,14 +213,3 @@ def _job(info: RoutineInfo) -> dict[str, Any]:
 
 def _iso(when: float | None) -> str:
     return "" if when is None else datetime.fromtimestamp(when, UTC).isoformat()
-
-
-def _required(args: dict[str, Any], name: str) -> str:
-    value = args.get(name)
-    if not isinstance(value, str) or not value.strip():
-        raise Rejected(f"parameter {name!r} is required for this action")
-    return value
-
-
-def _json(value: Any) -> str:
-    return msgspec.json.encode(value).decode()

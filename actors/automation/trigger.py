@@ -33,7 +33,8 @@ class Trigger:
     def at(when: float | datetime | str) -> RoutineTrigger:
         """Once, at ``when``: epoch seconds, an aware datetime or an ISO 8601 time (UTC
         unless it has an offset)."""
-        return RoutineTrigger(kind="schedule", schedule=Schedule(kind="at", at=_epoch(when)))
+        schedule = check_schedule(Schedule(kind="at", at=_epoch(when)))
+        return RoutineTrigger(kind="schedule", schedule=schedule)
 
     @staticmethod
     def on_event(

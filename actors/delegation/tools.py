@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 
 from ..agents.gateway import CallerContext
-from ..agents.tools import ActorTool, _required
+from ..agents.tools import ActorTool, required_arg
 
 __all__ = ["DELEGATION_TOOLS", "DelegateSearchTool", "DelegateTool", "EvaluateLoopTool"]
 
@@ -41,8 +41,8 @@ class DelegateTool(ActorTool):
         if action == "delegate":
             info = await ports.delegate(
                 ctx,
-                _required(args, "agent"),
-                _required(args, "task"),
+                required_arg(args, "agent"),
+                required_arg(args, "task"),
                 mode=args.get("mode", "sync"),
             )
             if info.status == "running":
@@ -52,7 +52,7 @@ class DelegateTool(ActorTool):
                 )
             return info.result
         if action == "cancel":
-            info = await ports.cancel(ctx, _required(args, "id"))
+            info = await ports.cancel(ctx, required_arg(args, "id"))
             return f"{info.delegation_id} cancelled"
         found = await ports.list_delegations(ctx, include_finished=action == "history")
         fields = ("delegation_id", "target", "status", "task", "result")
@@ -70,7 +70,7 @@ class DelegateSearchTool(ActorTool):
     }
 
     async def run(self, ctx: CallerContext, args: dict[str, Any]) -> str:
-        found = self.services["delegation"].search(ctx, _required(args, "query"))
+        found = self.services["delegation"].search(ctx, required_arg(args, "query"))
         return msgspec.json.encode(msgspec.to_builtins(found)).decode()
 
 

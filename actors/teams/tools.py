@@ -9,7 +9,7 @@ import msgspec
 from clawlog.events.streams import team_stream
 
 from ..agents.gateway import CallerContext
-from ..agents.tools import ActorTool, _required
+from ..agents.tools import ActorTool, required_arg
 from ..errors import Rejected
 from .messages import (
     Broadcast,
@@ -94,12 +94,12 @@ class TeamTasksTool(_TeamTool):
                 )
             )
         if action == "search":
-            return _tasks(await team.ask(SearchTasks(by=by, query=_required(args, "query"))))
+            return _tasks(await team.ask(SearchTasks(by=by, query=required_arg(args, "query"))))
         if action == "create":
             task = await team.ask(
                 CreateTask(
                     by=by,
-                    subject=_required(args, "subject"),
+                    subject=required_arg(args, "subject"),
                     description=args.get("description", ""),
                     priority=args.get("priority", 0),
                     blocked_by=args.get("blocked_by", []),
@@ -109,7 +109,7 @@ class TeamTasksTool(_TeamTool):
                 )
             )
             return f"created {task.task_id} ({task.status})"
-        task_id = _required(args, "task_id")
+        task_id = required_arg(args, "task_id")
         if action == "claim":
             await team.ask(ClaimTask(by=by, task_id=task_id))
             return f"you claimed {task_id}; do it, then complete it with your result"
@@ -148,10 +148,10 @@ class TeamMessageTool(_TeamTool):
             mail = await team.ask(ReadMessages(by=by))
             return msgspec.json.encode([{"from": m.sender, "text": m.text} for m in mail]).decode()
         if action == "broadcast":
-            await team.ask(Broadcast(by=by, text=_required(args, "text")))
+            await team.ask(Broadcast(by=by, text=required_arg(args, "text")))
             return "broadcast sent"
         await team.ask(
-            SendTeamMessage(by=by, to=_required(args, "to"), text=_required(args, "text"))
+            SendTeamMessage(by=by, to=required_arg(args, "to"), text=required_arg(args, "text"))
         )
         return "sent"
 

@@ -128,6 +128,11 @@ async def test_list_remove_and_runs_through_the_tool(tmp_path: Path) -> None:
         ({"schedule": {"kind": "cron", "expr": "0 25 * * *"}}, "not valid"),
         ({"schedule": {"kind": "at", "at": "soon"}}, "not an ISO 8601 time"),
         ({"schedule": {"kind": "weekly"}}, "kind"),
+        ({"schedule": {"kind": "at", "at": True}}, "'schedule.at' must be string"),
+        (
+            {"schedule": {"kind": "every", "every": "1h"}, "enabled": "false"},
+            "'enabled' must be boolean",
+        ),
         ({}, "'schedule' is required"),
     ],
 )
