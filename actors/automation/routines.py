@@ -448,7 +448,9 @@ class AgentRoutines(EventSourcedActor[RoutinesState]):
             )
         if not payload:
             return definition.prompt
-        return f"{definition.prompt}\n\n{payload[:PAYLOAD_CHARS]}"
+        if len(payload) > PAYLOAD_CHARS:
+            payload = f"{payload[:PAYLOAD_CHARS]} …(cut: {len(payload)} characters in all)"
+        return f"{definition.prompt}\n\n{payload}"
 
     def _send_if_started(self, decided: RunStarted | RunSkipped) -> None:
         if isinstance(decided, RunStarted):

@@ -24,7 +24,6 @@ from .messages import EventMatched
 __all__ = ["fields_match", "watch_events"]
 
 _log = get_logger(__name__)
-_PAYLOAD_CHARS = 8000
 #: Seconds between tries while the store cannot be read (it is waited for, not given up).
 _RETRY_S = (0.1, 0.5, 1.0, 2.0, 5.0)
 
@@ -82,9 +81,8 @@ def _text(value: Any) -> str:
 
 
 def _matched(name: str, recorded: RecordedEvent) -> EventMatched:
+    # Whole: the run's message cuts it (routines.PAYLOAD_CHARS), with a notice.
     payload = msgspec.json.encode(recorded.event).decode()
-    if len(payload) > _PAYLOAD_CHARS:
-        payload = payload[:_PAYLOAD_CHARS] + " …(cut)"
     return EventMatched(
         name=name,
         position=recorded.position,

@@ -107,7 +107,7 @@ def apply_routine_event(book: RoutineBook, event: Event) -> bool:
         entry = book.routines.get(event.name)
         for record in entry.recent if entry is not None else ():
             if record.turn_id == event.turn_id:
-                record.outcome, record.message = event.outcome, event.message[:500]
+                record.outcome, record.message = event.outcome, event.message
     elif isinstance(event, RunSkipped):
         entry = book.routines.get(event.name)
         if entry is not None:

@@ -160,6 +160,21 @@ async def test_a_webhook_runs_the_routine_with_its_payload(
         await system.routines.webhook(AGENT, "manual-one", "x")
 
 
+async def test_a_long_payload_is_cut_in_the_runs_message_with_a_notice(
+    running: tuple[System, ManualClock],
+) -> None:
+    from clawlog.actors.automation.routines import PAYLOAD_CHARS
+
+    system, _ = running
+    await system.routines.define(AGENT, "hook", "A webhook came:", Trigger.webhook())
+    body = "x" * (PAYLOAD_CHARS + 10)
+    await system.routines.webhook(AGENT, "hook", body)
+    seen = await wait_for_events(system, STREAM, count("routine.run_started"))
+    started = of_type(seen, "routine.run_started")[0]
+    cut = f"{'x' * PAYLOAD_CHARS} …(cut: {PAYLOAD_CHARS + 10} characters in all)"
+    assert started.message == f"A webhook came:\n\n{cut}"
+
+
 async def test_cooldown_and_busy_skip_a_run_and_say_why(
     running: tuple[System, ManualClock],
 ) -> None:
