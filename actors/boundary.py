@@ -333,6 +333,15 @@ def check_timeout(timeout: object, parameter: str = "timeout") -> float | None:
     return float(timeout)
 
 
+def check_seconds(value: object, parameter: str) -> float:
+    """A finite number of seconds, 0 or more (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ArgumentTypeError(parameter, f"must be a number of seconds, not {value!r}")
+    if not (value >= 0 and math.isfinite(value)):
+        raise InvalidArgument(parameter, f"must be a finite number of seconds ≥ 0, not {value}")
+    return float(value)
+
+
 def check_optional(value: object, kind: type, parameter: str, name: str) -> None:
     """Refuse ``value`` unless it is a ``kind`` (``name``, as the error says it) or None."""
     if value is not None and not isinstance(value, kind):

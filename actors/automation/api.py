@@ -28,7 +28,14 @@ from clawlog.events.domain.routine import RoutineDefined, RoutineTrigger
 from clawlog.events.domain.timer import MISFIRE_POLICIES, MisfirePolicy
 from clawlog.events.folds.routines import RunRecord
 
-from ..boundary import Limits, check_name, check_session_key, check_text
+from ..boundary import (
+    Limits,
+    check_flag,
+    check_name,
+    check_seconds,
+    check_session_key,
+    check_text,
+)
 from ..errors import ArgumentTypeError, InvalidArgument
 from ..runtime import ActorHandle
 from .messages import (
@@ -83,9 +90,6 @@ class Routines:
             )
         if misfire not in MISFIRE_POLICIES:
             raise InvalidArgument("misfire", f"must be one of {', '.join(MISFIRE_POLICIES)}")
-        for parameter, value in (("grace_s", grace_s), ("cooldown_s", cooldown_s)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-                raise InvalidArgument(parameter, f"must be a number of seconds ≥ 0, not {value!r}")
         routine = RoutineDefined(
             name=check_name(name, "name", limits, required=True),
             origin="api",
@@ -95,10 +99,10 @@ class Routines:
             channel=check_name(channel, "channel", limits),
             chat_id=check_name(chat_id, "chat_id", limits),
             user=check_name(user, "user", limits),
-            enabled=bool(enabled),
+            enabled=check_flag(enabled, "enabled"),
             misfire=misfire,
-            grace_s=float(grace_s),
-            cooldown_s=float(cooldown_s),
+            grace_s=check_seconds(grace_s, "grace_s"),
+            cooldown_s=check_seconds(cooldown_s, "cooldown_s"),
         )
         request = DefineRoutine(routine=routine)
         return await self._ask(agent, request)  # type: ignore[no-any-return]
@@ -117,10 +121,9 @@ class Routines:
         """Turn routine ``name`` (any origin) on or off: off, its schedule's timer is
         cancelled and its events and webhooks do not run it; on again, a schedule goes on
         from now and an event trigger from the log's head."""
-        if not isinstance(enabled, bool):
-            raise ArgumentTypeError("enabled", f"must be a bool, not {type(enabled).__name__}")
         request = EnableRoutine(
-            name=check_name(name, "name", self._limits(), required=True), enabled=enabled
+            name=check_name(name, "name", self._limits(), required=True),
+            enabled=check_flag(enabled, "enabled"),
         )
         return await self._ask(agent, request)  # type: ignore[no-any-return]
 

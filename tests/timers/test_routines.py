@@ -328,6 +328,16 @@ async def test_a_run_whose_turn_was_cancelled_ends_at_start_and_is_not_sent_agai
             "cooldown_s",
         ),
         (
+            lambda r: r.define(AGENT, "x", "p", Trigger.manual(), grace_s=float("inf")),
+            InvalidArgument,
+            "grace_s",
+        ),
+        (
+            lambda r: r.define(AGENT, "x", "p", Trigger.manual(), enabled="no"),
+            ArgumentTypeError,
+            "enabled",
+        ),
+        (
             lambda r: r.define(AGENT, "x", "p", Trigger.manual(), session_key="a b"),
             InvalidArgument,
             "session",
