@@ -530,12 +530,8 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
             if snapshot is not None:
                 self.state, self.version = snapshot.state, snapshot.version
                 snapshot_version = snapshot.version
-        while True:
-            page = self.runtime.run(store.read_stream(self.path, self.version + 1, _READ_PAGE))
-            for item in page:
-                self._apply_recorded(item)
-            if len(page) < _READ_PAGE:
-                return snapshot_version
+        self._catch_up()
+        return snapshot_version
 
     def _apply_recorded(self, item: RecordedEvent) -> None:
         self.version = item.version
