@@ -8,7 +8,6 @@ or with ``--server`` its tools."""
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from clawlog.events import EventStore
@@ -19,7 +18,7 @@ from clawlog.projections.timeline import Skipped
 from .errors import CliError
 from .listing import Format, Listing
 from .points import EVERY_ROW, Window
-from .render import emit_json, report_skipped, table
+from .render import emit_json, report_skipped, table, utc_time
 from .views import read_models
 
 __all__ = ["SERVER_COLUMNS", "TOOL_COLUMNS", "mcp", "server_row", "tool_row"]
@@ -142,4 +141,4 @@ def _names(names: list[str] | None) -> str:
 def _when(at: float) -> str:
     if not at:
         return ""
-    return dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return utc_time(at)

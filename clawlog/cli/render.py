@@ -10,6 +10,7 @@ tab-separated lines off a terminal); :func:`table` draws the small fixed ones.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import sys
 from collections.abc import Sequence
@@ -108,6 +109,11 @@ def report_skipped(positions: Sequence[int], damaged: Sequence[tuple[int, int]])
         parts.append(f"unreadable {word} {ranges} (damaged pages)")
     sys.stdout.flush()  # what was printed comes before the report on a shared terminal
     sys.stderr.write(f"clawlog: skipped {' and '.join(parts)}\n")
+
+
+def utc_time(epoch: float) -> str:
+    """``epoch`` as ``YYYY-MM-DD HH:MM:SS`` in UTC (the listings' time column)."""
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def cell_text(value: Any) -> str:

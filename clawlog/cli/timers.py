@@ -6,9 +6,10 @@ occurrence; every firing is in ``clawlog replay --type 'timer.*'``)."""
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Awaitable
 from typing import Any
+
+import msgspec
 
 from clawlog.events import EventStore
 from clawlog.projections import TimerReader
@@ -18,13 +19,12 @@ from clawlog.projections.timeline import Skipped
 from .listing import Listing, listing_format
 from .points import EVERY_ROW, Window
 from .readers import pages
-from .render import report_skipped
+from .render import report_skipped, utc_time
 from .views import read_models
 
 __all__ = ["timers"]
 
 _COLUMNS = ["owner", "timer", "kind", "for", "due (UTC)", "misfire", "state", "pos"]
-_KEYS = ["stream", "timer_id", "kind", "subject", "due_at", "misfire", "state", "position"]
 
 
 async def timers(
@@ -41,9 +41,7 @@ async def timers(
         reader = TimerReader(views)
         title = "timers" if every_state else "pending timers"
         empty = "no timers in this log" if every_state else "no pending timers"
-        with Listing(
-            title, _COLUMNS, listing_format(as_json), json_keys=_KEYS, empty=empty
-        ) as listing:
+        with Listing(title, _COLUMNS, listing_format(as_json), empty=empty) as listing:
             if every_state:
 
                 def fetch(after: int, limit: int) -> Awaitable[list[TimerRow]]:
@@ -72,7 +70,7 @@ def _cells(row: TimerRow) -> list[Any]:
         row.timer_id,
         row.kind,
         row.subject,
-        _when(row.due_at),
+        utc_time(row.due_at),
         row.misfire,
         row.state,
         row.position,
@@ -80,21 +78,5 @@ def _cells(row: TimerRow) -> list[Any]:
 
 
 def _document(row: TimerRow) -> dict[str, Any]:
-    return {
-        "stream": row.stream,
-        "timer_id": row.timer_id,
-        "kind": row.kind,
-        "subject": row.subject,
-        "due_at": row.due_at,
-        "misfire": row.misfire,
-        "state": row.state,
-        "position": row.position,
-        "grace_s": row.grace_s,
-        "ended_at": row.ended_at,
-        "late_s": row.late_s,
-        "reason": row.reason,
-    }
-
-
-def _when(epoch: float) -> str:
-    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+    document: dict[str, Any] = msgspec.to_builtins(row)
+    return document

@@ -7,7 +7,6 @@ that agent gets (the global ones and its own). The stream is read page by page."
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Any
 
 from clawlog.events import EventStore
@@ -16,6 +15,7 @@ from clawlog.events.streams import custom_tools_stream
 
 from .listing import Listing, listing_format
 from .points import EVERY_ROW, Window
+from .render import utc_time
 
 __all__ = ["TOOL_COLUMNS", "tool_row", "tools"]
 
@@ -73,7 +73,7 @@ def tool_row(entry: CustomToolEntry) -> list[Any]:
         ", ".join(entry.env),
         f"{entry.timeout_s:g} s",
         entry.position,
-        dt.datetime.fromtimestamp(entry.recorded_at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S"),
+        utc_time(entry.recorded_at),
     ]
 
 
