@@ -105,19 +105,28 @@ class AskEnvelope:
 
 
 async def ask_async(ref: pykka.ActorRef[Any], message: Any, timeout: float, path: str) -> Any:
-    """Ask from asyncio code without blocking its loop."""
-    reply = LoopReply(asyncio.get_running_loop())
+    """Ask from asyncio code without blocking its loop.
+
+    The timeout is one timer handle that fails the reply's future, not an
+    ``asyncio.timeout`` block: that costs about three times as much per ask (a context
+    object, a reschedule, the task's cancel and uncancel), a third of an ask's own cost on
+    one core (``scripts/bench_actors.py``, BENCHMARKS.md)."""
+    loop = asyncio.get_running_loop()
+    reply = LoopReply(loop)
     try:
         ref.tell(AskEnvelope(message, reply))
     except pykka.ActorDeadError as exc:
         raise ActorDead(f"{path} is not running") from exc
+    expiry = loop.call_later(timeout, _expire, reply.future, path, type(message).__name__, timeout)
     try:
-        async with asyncio.timeout(timeout):
-            return await reply.future
-    except TimeoutError as exc:
-        raise AskTimeout(
-            f"{path} did not answer {type(message).__name__} within {timeout} s"
-        ) from exc
+        return await reply.future
+    finally:
+        expiry.cancel()
+
+
+def _expire(future: asyncio.Future[Any], path: str, request: str, timeout: float) -> None:
+    if not future.done():
+        future.set_exception(AskTimeout(f"{path} did not answer {request} within {timeout} s"))
 
 
 def ask_blocking(ref: pykka.ActorRef[Any], message: Any, timeout: float, path: str) -> Any:
