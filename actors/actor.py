@@ -20,6 +20,7 @@ import concurrent.futures
 import contextlib
 import queue
 import sys
+import time
 from collections import deque
 from collections.abc import Coroutine, Sequence
 from typing import Any, ClassVar, Generic, TypeVar, cast
@@ -138,7 +139,10 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
         self._given_up = False
         self._start_error: Exception | None = None
         self._passivating = False
-        self._activity = 0
+        #: When it last handled a message (monotonic), and whether an IdleCheck is on its
+        #: way: one at a time, so a busy actor does not wake the hub after every message.
+        self._active_at = 0.0
+        self._idle_check_due = False
         self._leftovers: list[tuple[Any, Any]] = []
         #: While the store cannot be reached: why, and how many recoveries were tried.
         self._store_down: StoreUnavailable | None = None
@@ -434,13 +438,19 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
                 reply.set(self.version)
             return
         if type(message) is IdleCheck:
-            if message.activity == self._activity and self.is_idle() and not self._has_timers():
-                self.passivate()
+            self._idle_check_due = False
+            if self.is_idle() and not self._has_timers():
+                left = self._active_at + cast(float, self.idle_timeout_s) - time.monotonic()
+                if left <= 0:
+                    self.passivate()
+                else:  # it was busy since the check was set: check again when it may be idle
+                    self._check_idle_in(left)
             return
         if type(message) is RecordLater:
             self._record_kept()
             return
-        self._activity += 1
+        if self.idle_timeout_s is not None:
+            self._active_at = time.monotonic()
         self._reply = reply
         correlation = getattr(message, "correlation_id", None)
         if correlation != self._correlation:
@@ -474,10 +484,19 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
                 self._answer(value=result)
         finally:
             self._reply = None
-        if self.idle_timeout_s is not None and self.is_idle() and not self._has_timers():
-            loop = self.runtime.hub.loop
-            check = IdleCheck(activity=self._activity)
-            loop.call_soon_threadsafe(loop.call_later, self.idle_timeout_s, self._tell_self, check)
+        if (
+            self.idle_timeout_s is not None
+            and not self._idle_check_due
+            and self.is_idle()
+            and not self._has_timers()
+        ):
+            self._check_idle_in(self.idle_timeout_s)
+
+    def _check_idle_in(self, delay: float) -> None:
+        """Tell this actor an IdleCheck in ``delay`` seconds (on the hub's loop)."""
+        self._idle_check_due = True
+        loop = self.runtime.hub.loop
+        loop.call_soon_threadsafe(loop.call_later, delay, self._tell_self, IdleCheck())
 
     def _handle_one(self, message: object) -> Any:
         if type(message) is TimerDue:

@@ -41,9 +41,8 @@ class ChildStopped(Message, frozen=True, kw_only=True):
 
 
 class IdleCheck(Message, frozen=True, kw_only=True):
-    """Scheduled after a message; passivates the actor if nothing happened since."""
-
-    activity: int
+    """Scheduled after a message that left the actor idle (one at a time); passivates it
+    if it handled nothing for its ``idle_timeout_s``, else is scheduled again for then."""
 
 
 class AwaitRecovery(Request[int], frozen=True, kw_only=True):
