@@ -66,6 +66,7 @@ from bench_agents_peers import (
     ANSWER,
     TOOL_CALLS_PER_TURN,
     Peer,
+    last_index,
     lookup_result,
     make_peer,
     tool_step,
@@ -98,7 +99,7 @@ def turn_script(request: ModelRequest) -> ModelReply:
     offering no tools is the summarizer's (a long session compacts): it gets a summary."""
     if not request.tools:
         return reply("Summary: the user asked questions; each took three lookups.")
-    last_user = max(i for i, m in enumerate(request.messages) if m.role == "user")
+    last_user = last_index(request.messages, lambda m: m.role == "user")
     done = sum(1 for m in request.messages[last_user:] if m.role == "assistant")
     # Keys differ from turn to turn: the same call in every turn would be a loop to
     # clawlog's loop detector, and its warnings events no peer writes.

@@ -28,7 +28,7 @@ import json
 import os
 import sqlite3
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,16 @@ ANSWER = "done: three lookups"
 def lookup_result(key: str) -> str:
     """The tool every framework calls: pure Python, a short string."""
     return f"value of {key}"
+
+
+def last_index(items: Sequence[Any], matches: Callable[[Any], bool]) -> int:
+    """The index of the last item that ``matches`` (0 if none), searched from the end: every
+    fake model finds its turn's user message this way, so what it costs does not grow with
+    the conversation and is not charged to a framework's overhead."""
+    for index in range(len(items) - 1, -1, -1):
+        if matches(items[index]):
+            return index
+    return 0
 
 
 def tool_step(results_so_far: int) -> bool:
@@ -86,7 +96,7 @@ class LangGraphPeer:
                 self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
                 **kwargs: Any,
             ) -> ChatResult:  # fmt: skip
-                last_user = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
+                last_user = last_index(messages, lambda m: isinstance(m, HumanMessage))
                 done = sum(1 for m in messages[last_user:] if isinstance(m, ToolMessage))
                 if tool_step(done):
                     message = AIMessage(
@@ -168,10 +178,7 @@ class OpenAIAgentsPeer:
             async def get_response(self, system_instructions: Any, input: Any, *args: Any,
                                    **kwargs: Any) -> ModelResponse:  # fmt: skip
                 items = [input] if isinstance(input, str) else list(input)
-                last_user = max(
-                    (i for i, item in enumerate(items) if _field(item, "role") == "user"),
-                    default=0,
-                )
+                last_user = last_index(items, lambda item: _field(item, "role") == "user")
                 done = sum(
                     1
                     for item in items[last_user:]
