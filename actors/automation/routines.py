@@ -370,7 +370,7 @@ class AgentRoutines(EventSourcedActor[RoutinesState]):
             return
         if entry is not None and heartbeat_matches(config, entry.definition):
             return
-        self._define(heartbeat_routine(config, self.clock_now()))
+        self._define(heartbeat_routine(config))
 
     # -- runs -----------------------------------------------------------------------------
     def on_timer(self, timer: PendingTimer, outcome: TimerFired | TimerSkipped) -> None:
@@ -629,18 +629,17 @@ _SKIP_WORDS = {
 }
 
 
-def heartbeat_routine(config: HeartbeatConfig, now: float) -> DefineRoutine:
-    """The ``heartbeat`` routine ``config`` is (its periods counted from ``now``): its
-    message is the agent's HEARTBEAT.md, read when it runs."""
+def heartbeat_routine(config: HeartbeatConfig) -> DefineRoutine:
+    """The ``heartbeat`` routine ``config`` is (its periods counted from when it is
+    defined, as every ``every`` schedule's): its message is the agent's HEARTBEAT.md, read
+    when it runs."""
     return DefineRoutine(
         routine=RoutineDefined(
             name=HEARTBEAT,
             origin="heartbeat",
             trigger=RoutineTrigger(
                 kind="schedule",
-                schedule=Schedule(
-                    kind="every", every_s=config.every_s, anchor=now + config.every_s
-                ),
+                schedule=Schedule(kind="every", every_s=config.every_s),
             ),
             prompt="",
             session_key=config.session_key,
