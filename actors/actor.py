@@ -143,6 +143,8 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
         #: way: one at a time, so a busy actor does not wake the hub after every message.
         self._active_at = 0.0
         self._idle_check_due = False
+        #: Whether the timer service may hold timers of this actor (to disarm at stop).
+        self._timers_armed = False
         self._leftovers: list[tuple[Any, Any]] = []
         #: While the store cannot be reached: why, and how many recoveries were tried.
         self._store_down: StoreUnavailable | None = None
@@ -404,7 +406,8 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
             except Exception as exc:  # the store may already be gone at shutdown
                 self.log.warning("could not record actor.stopped", error=str(exc))
             self.runtime.ownership.release(self.path)
-        self.runtime.timers.disarm(self.path)  # armed again by its next start
+        if self._timers_armed:  # armed again by its next start
+            self.runtime.timers.disarm(self.path)
         self.runtime.unregister(self.path, self.actor_ref)
         if self.parent is not None:  # a parent that is itself stopping needs no notice
             with contextlib.suppress(pykka.ActorDeadError):
@@ -567,12 +570,15 @@ class EventSourcedActor(pykka.ThreadingActor, Generic[S]):
         if book is None:
             return
         timers = [(t.timer_id, t.due_at) for t in book.pending.values()]
-        self.runtime.timers.rearm(self.handle_ref, timers)
+        if timers or self._timers_armed:  # (most actors never have one: no hub hop)
+            self.runtime.timers.rearm(self.handle_ref, timers)
+            self._timers_armed = bool(timers)
 
     def _timer_changed(self, event: Event) -> None:
         service = self.runtime.timers
         if isinstance(event, TimerSet | TimerMoved):
             service.arm(self.handle_ref, event.timer_id, event.due_at)
+            self._timers_armed = True
         elif isinstance(event, TimerFired | TimerSkipped | TimerCancelled):
             service.disarm(self.path, event.timer_id)
 

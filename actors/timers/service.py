@@ -56,9 +56,10 @@ class TimerService:
         self.clock: Clock = clock or SystemClock()
         self._hub = hub
         self._heap: list[tuple[float, int, str, str]] = []
-        #: (owner path, timer id) → (due, owner): what is armed now (heap entries that
-        #: disagree are stale and skipped).
-        self._armed: dict[tuple[str, str], tuple[float, TimerOwner]] = {}
+        #: owner path → timer id → (due, owner): what is armed now (heap entries that
+        #: disagree are stale and skipped). By owner, so a stopping owner's are dropped
+        #: without a scan of everyone's.
+        self._armed: dict[str, dict[str, tuple[float, TimerOwner]]] = {}
         self._order = itertools.count()
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
@@ -81,7 +82,7 @@ class TimerService:
 
     def armed(self) -> int:
         """How many timers are armed (a snapshot; for status and tests)."""
-        return len(self._armed)
+        return sum(len(timers) for timers in list(self._armed.values()))
 
     # -- lifecycle (on the hub) ---------------------------------------------------------
     async def start(self) -> None:
@@ -119,18 +120,20 @@ class TimerService:
             self._hub.loop.call_soon_threadsafe(function, *args)
 
     def _arm(self, owner: TimerOwner, timer_id: str, due_at: float) -> None:
-        key = (owner.path, timer_id)
-        self._armed[key] = (due_at, owner)
+        self._armed.setdefault(owner.path, {})[timer_id] = (due_at, owner)
         heapq.heappush(self._heap, (due_at, next(self._order), owner.path, timer_id))
         if self._wake is not None and self._heap[0][3] == timer_id:
             self._wake.set()  # it may be due before what the loop sleeps for
 
     def _disarm(self, owner_path: str, timer_id: str | None) -> None:
-        if timer_id is not None:
-            self._armed.pop((owner_path, timer_id), None)
+        if timer_id is None:
+            self._armed.pop(owner_path, None)
             return
-        for key in [k for k in self._armed if k[0] == owner_path]:
-            del self._armed[key]
+        timers = self._armed.get(owner_path)
+        if timers is not None:
+            timers.pop(timer_id, None)
+            if not timers:
+                del self._armed[owner_path]
 
     def _rearm(self, owner: TimerOwner, timers: list[tuple[str, float]]) -> None:
         self._disarm(owner.path, None)
@@ -156,14 +159,14 @@ class TimerService:
         now = self.clock.now()
         while self._heap:
             due_at, _, path, timer_id = self._heap[0]
-            armed = self._armed.get((path, timer_id))
+            armed = self._armed.get(path, {}).get(timer_id)
             if armed is None or armed[0] != due_at:  # disarmed or re-armed: stale
                 heapq.heappop(self._heap)
                 continue
             if due_at > now:
                 return due_at - now
             heapq.heappop(self._heap)
-            del self._armed[(path, timer_id)]
+            self._disarm(path, timer_id)
             owner = armed[1]
             if owner.is_alive():
                 owner.tell(TimerDue(timer_id=timer_id, due_at=due_at))
