@@ -47,7 +47,7 @@ from tests.mcp.conftest import FAST, notes_stdio
 from tests.support.waiting import count, wait_for_events
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, Page
+    from playwright.sync_api import Browser, Page, Request
 
 _T = TypeVar("_T")
 
@@ -436,7 +436,7 @@ def browse(browser: Browser) -> Iterator[Browsing]:
         "requestfailed",
         lambda r: (
             None
-            if _live_stream(r.url)  # cut when the page is left: not a failure
+            if _cut_by_leaving(r)  # not a failure of the page
             else browsing.errors.append(f"request failed: {r.url} ({r.failure})")
         ),
     )
@@ -446,9 +446,14 @@ def browse(browser: Browser) -> Iterator[Browsing]:
         context.close()
 
 
-def _live_stream(url: str) -> bool:
-    path = url.split("?", 1)[0]
-    return path.endswith("/live")
+def _cut_by_leaving(request: Request) -> bool:
+    """A request the browser cancelled because the test left the page: the page's live
+    stream (``/live``), or its live refresh (live.js fetches the page again when the log
+    grows; a navigation that starts meanwhile aborts it). A request that failed any other
+    way (refused, reset, timed out) is not this."""
+    if request.url.split("?", 1)[0].endswith("/live"):
+        return True
+    return request.resource_type == "fetch" and request.failure == "net::ERR_ABORTED"
 
 
 def screenshot(page: Page, name: str) -> Path:
