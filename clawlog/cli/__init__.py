@@ -91,7 +91,17 @@ def _log_to_stderr(*, verbose: int, quiet: bool, restated: frozenset[str] = froz
 #: The commands that fold read models: a projection that fails there is the command's own
 #: line ("read model X failed at position N: ...", "rebuild: projection X failed at
 #: position N: ..."), so the runner's record of it would say it twice.
-_READ_MODEL_COMMANDS = ("history", "board", "routes", "delegations", "audit", "mcp", "rebuild")
+_READ_MODEL_COMMANDS = (
+    "history",
+    "board",
+    "routes",
+    "delegations",
+    "audit",
+    "usage",
+    "mcp",
+    "timers",
+    "rebuild",
+)
 
 
 def _restated(args: argparse.Namespace) -> frozenset[str]:

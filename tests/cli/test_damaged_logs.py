@@ -48,6 +48,8 @@ READERS: dict[str, tuple[str, ...]] = {
     "delegations": ("delegations",),
     "audit": ("audit",),
     "mcp": ("mcp",),
+    "timers": ("timers", "--all"),
+    "usage": ("usage",),
     "rebuild": ("rebuild",),
     "replay": ("replay",),
     "replay --as-of": ("replay", "--as-of", "{head}", "--stream", SESSION),
@@ -64,6 +66,8 @@ SKIPPERS = (
     "delegations",
     "audit",
     "mcp",
+    "timers",
+    "usage",
     "replay",
     "replay --as-of",
 )
@@ -84,7 +88,8 @@ class DemoLog:
     head: int
     #: A row read by each family of readers, as the one to corrupt: a session's model
     #: reply among the last 50 events (tail, history, replay), a task, a handoff, a tool
-    #: call, a delegation, an MCP server's event (board, routes, audit, delegations, mcp).
+    #: call, a delegation, an MCP server's event, a timer's (board, routes, audit,
+    #: delegations, mcp, timers).
     rows: tuple[int, ...]
 
 
@@ -121,7 +126,8 @@ def demo_log(tmp_path_factory: pytest.TempPathFactory) -> DemoLog:
     return DemoLog(log, head, rows)
 
 
-#: Chunks of clawlog.projections.testing's mixed log: a failed delegation, an MCP server.
+#: Chunks of clawlog.projections.testing's mixed log: a failed delegation (with its
+#: deadline timer), an MCP server.
 DELEGATION_AND_MCP = (18, 19)
 ROWS_TO_CORRUPT = (
     f"stream = '{SESSION}' AND type = 'session.model_replied'",
@@ -130,6 +136,7 @@ ROWS_TO_CORRUPT = (
     "type = 'tool.call_completed'",
     "type = 'delegation.requested'",
     "type = 'mcp.server_configured'",
+    "type = 'timer.set'",
 )
 
 
