@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
@@ -89,6 +90,13 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_iterations: int = 20
     #: A Session actor with nothing to do stops after this long (passivation).
     idle_timeout_s: float = 300.0
+    #: How long a model reply whose calls only read (``side_effects = "none"``: running
+    #: them again after a crash does nothing) waits, with its calls' starts, for their
+    #: results: those that come in time share one commit with the reply and the next
+    #: request; calls still running then have their starts appended on their own, so a
+    #: reader of the log sees them. 0: the starts are appended before the calls run, as
+    #: for calls with effects (.staged_append).
+    read_hold_s: float = 0.05
     max_tokens: int = 4096
     subagents: SubagentLimits = msgspec.field(default_factory=SubagentLimits)
     #: Delegations this agent may run at once, from all sources together (seed 001 §7).
@@ -168,6 +176,8 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
             )
         if self.idle_timeout_s <= 0:
             raise ValueError("idle_timeout_s must be positive")
+        if not (self.read_hold_s >= 0 and math.isfinite(self.read_hold_s)):
+            raise ValueError("read_hold_s must be a finite number of seconds, 0 or more")
 
 
 def check_tool_choice_offered(config: AgentConfig, gateway: ToolGateway) -> None:

@@ -22,6 +22,7 @@ __all__ = [
     "Drain",
     "DrainSessions",
     "GetSessionStatus",
+    "HoldEnded",
     "PostMessage",
     "ReadInbox",
     "ResumeTurn",
@@ -83,6 +84,13 @@ class ApprovalTimedOut(Message, frozen=True, kw_only=True):
 
 class ResumeTurn(Message, frozen=True, kw_only=True):
     """Sent to itself by a Session that found an unfinished turn in its stream."""
+
+
+class HoldEnded(Message, frozen=True, kw_only=True):
+    """Sent to itself by a Session (from the hub) when a step's calls that only read ran
+    longer than ``AgentConfig.read_hold_s``: the held reply and starts are appended."""
+
+    hold: int
 
 
 class SettleTurn(Message, frozen=True, kw_only=True):

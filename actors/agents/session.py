@@ -19,12 +19,13 @@ for is durable, with that event's log position.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import hashlib
 import time
 import uuid
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 import msgspec
@@ -87,6 +88,7 @@ from .messages import (
     CompactSession,
     Drain,
     GetSessionStatus,
+    HoldEnded,
     PostMessage,
     ReadInbox,
     ResumeTurn,
@@ -214,6 +216,10 @@ class Session(EventSourcedActor[SessionState]):
         self._summary: _Summary | None = None
         #: Events decided for the step's next append, not appended yet (.staged_append).
         self._staged: StagedAppend | None = None
+        #: The staged reply and starts of calls that only read, held while they run (up
+        #: to ``config.read_hold_s``), and the number of that hold (.staged_append).
+        self._held: StagedAppend | None = None
+        self._hold = 0
 
     # -- fold ---------------------------------------------------------------------------
     def initial_state(self) -> SessionState:
@@ -297,6 +303,9 @@ class Session(EventSourcedActor[SessionState]):
                 return self._post(message)
             case SettleTurn():
                 self._on_settle()
+            case HoldEnded():
+                if message.hold == self._hold and self._holding():
+                    self._append_staged()  # calls still run: their starts are durable now
             case _:
                 return super().handle(message)
         return None
@@ -563,8 +572,38 @@ class Session(EventSourcedActor[SessionState]):
                 self._stage(StagedAppend(events))
                 step = msgspec.structs.replace(step, events=[])
             steps.append((tool_call.id, step))
-        self._append_staged()
+        if self._may_hold(calls, steps):
+            self._held, self._hold = self._staged, self._hold + 1
+        else:
+            self._append_staged()
         return steps
+
+    def _may_hold(self, calls: Sequence[ToolCall], steps: list[tuple[str, CallStep]]) -> bool:
+        """Whether the staged reply and starts may wait for the calls' results: every call
+        runs now (none waits for a person or was refused) and only reads, so a crash
+        before they are appended loses nothing a restart would not redo (it asks the
+        model again and runs them again)."""
+        if self.config.read_hold_s <= 0 or self._staged is None:
+            return False
+        side_effects = getattr(self._gateway, "side_effects", None)
+        if side_effects is None:
+            return False
+        if any(step.outcome != "ready" for _, step in steps):
+            return False
+        return all(side_effects(call) == "none" for call in calls)
+
+    def _holding(self) -> bool:
+        return self._held is not None and self._staged is self._held
+
+    async def _run_held(self, running: Coroutine[Any, Any, Any], hold: int) -> Any:
+        """Run a held call (on the hub); past ``config.read_hold_s`` tell the session to
+        append what it holds."""
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(self.config.read_hold_s, self._tell_self, HoldEnded(hold=hold))
+        try:
+            return await running
+        finally:
+            timer.cancel()
 
     def _apply_step(self, call_id: str, step: CallStep) -> None:
         turn, active = self.state.turn, self._active
@@ -577,9 +616,10 @@ class Session(EventSourcedActor[SessionState]):
             self.emit(events, correlation_id=turn.turn_id)
         if step.outcome == "ready":
             key = f"{turn.turn_id}:{call_id}"
-            active.futures[key] = self.pipe(
-                self._gateway.run(step.ticket), "tool", key=key, correlation_id=turn.turn_id
-            )
+            running = self._gateway.run(step.ticket)
+            if self._holding():
+                running = self._run_held(running, self._hold)
+            active.futures[key] = self.pipe(running, "tool", key=key, correlation_id=turn.turn_id)
         elif step.outcome == "approval":  # its timer is armed from the log (actors.timers)
             active.tickets[call_id] = step.ticket
 
@@ -638,18 +678,20 @@ class Session(EventSourcedActor[SessionState]):
             self.emit(events, correlation_id=turn.turn_id)
             self._continue_if_done()
             return
-        # The last result shares the next request's commit, made now (.staged_append).
-        result = StagedAppend(list(events), correlation_id=turn.turn_id)
-        self._stage(result)
+        # The last result shares the next request's commit, made now (.staged_append);
+        # so do the reply and starts of its step when they were held while it ran.
+        self._stage(StagedAppend(list(events), correlation_id=turn.turn_id))
+        kept = self._staged
+        assert kept is not None
         try:
             self._continue_if_done()
         except BaseException as exc:
             self._unstage()
-            # Planning the request failed before its append: the result goes in on its
-            # own (the call may have had an effect). After a store error the failed append
-            # decides, and settling reads the log again.
-            if not (result.written or isinstance(exc, EventStoreError)):
-                self.emit(result.events, correlation_id=turn.turn_id)
+            # Planning the request failed before its append: the result (with what was
+            # held) goes in on its own (the call may have had an effect). After a store
+            # error the failed append decides, and settling reads the log again.
+            if not (kept.written or isinstance(exc, EventStoreError)):
+                self.emit(kept.events, correlation_id=turn.turn_id)
             raise
         self._append_staged()  # nothing took it (never by design): on its own then
 
@@ -889,7 +931,7 @@ class Session(EventSourcedActor[SessionState]):
         idempotency_key: str | None = None,
     ) -> list[RecordedEvent]:
         """Append ``events`` after what is staged, in one append; return ``events``' records."""
-        staged, self._staged = self._staged, None
+        staged, self._staged, self._held = self._staged, None, None
         if staged is None:
             return super().emit(
                 events,
@@ -935,7 +977,7 @@ class Session(EventSourcedActor[SessionState]):
     def _unstage(self) -> None:
         """Drop what is staged (the step failed before its append): the state is the
         log's again."""
-        staged, self._staged = self._staged, None
+        staged, self._staged, self._held = self._staged, None, None
         if staged is not None and staged.held is not None:
             self.state = staged.held
             self._measure.forget()  # it measured the staged messages

@@ -26,8 +26,15 @@ outside the session before that commit:
   request is planned in microseconds; nothing is waited for in between), and if the
   request cannot be planned, the result is appended alone before the step fails. A
   result that arrives while other calls of the step still run is appended at once:
-  nothing is held across a wait, so a crash never loses a result a restart could
-  not get back (a call with an effect is not run twice).
+  a crash never loses a result a restart could not get back (a call with an effect is
+  not run twice);
+- the one wait events are held across: a reply whose calls all run at once and only
+  read (``side_effects = "none"``) stays staged with their starts while they run, up to
+  ``AgentConfig.read_hold_s``. The last result then joins them and the next request in
+  one commit. A crash before it loses nothing a restart cannot redo: it asks the model
+  again and runs the calls again. When the hold runs out first (a slow read), what is
+  held is appended on its own, so a reader of the log sees the calls running; a stop
+  appends it with ``actor.stopped``.
 
 What must be durable before a side effect starts stays its own commit before it: the
 starts of a reply's calls (with the reply) before any of them runs, and the turn's start

@@ -9,7 +9,10 @@ notes each append it is given (one session's appends each wait for their own com
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sqlite3
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,7 +29,6 @@ from clawlog.actors.providers import (
     ScriptedModel,
     Usage,
     call,
-    calls,
     reply,
 )
 from clawlog.events import EventMetadata, NewRecord, StoredRecord
@@ -319,12 +321,11 @@ async def wait_for_type(system: System, stream: str, event_type: str) -> None:
                 return
 
 
-@pytest.mark.parametrize("side_effects", ["external", "none"])
-async def test_a_turn_of_three_tool_calls_is_two_commits_a_model_step(
-    tmp_path: Path, side_effects: SideEffects
+async def test_a_turn_of_three_calls_with_effects_is_two_commits_a_model_step(
+    tmp_path: Path,
 ) -> None:
     backend = AppendCountingBackend(tmp_path / "log.db")
-    tool, ran, _ = lookup_tool(side_effects)
+    tool, ran, _ = lookup_tool("external")
     async with System.open(backend) as system:
         await system.register_agent(
             AgentConfig(key=AGENT_KEY), ScriptedModel(three_steps), tools=[tool]
@@ -350,33 +351,106 @@ async def test_a_turn_of_three_tool_calls_is_two_commits_a_model_step(
     assert len(appends) <= model_steps + side_effecting_calls + 1
 
 
-async def test_parallel_calls_start_in_one_commit_and_the_last_result_joins_the_request(
-    tmp_path: Path,
+@pytest.mark.parametrize("read_hold_s", [60.0, 0.0])
+async def test_a_turn_of_three_calls_that_only_read_is_one_commit_a_model_step(
+    tmp_path: Path, read_hold_s: float
 ) -> None:
     backend = AppendCountingBackend(tmp_path / "log.db")
-    tool, ran, _ = lookup_tool()
-
-    def model(request: ModelRequest) -> ModelReply:
-        if request.messages[-1].role == "user":
-            return calls([("lookup", {"key": f"k{n}"}) for n in range(3)])
-        return reply("found all")
-
+    tool, ran, _ = lookup_tool("none")
+    config = AgentConfig(key=AGENT_KEY, read_hold_s=read_hold_s)
     async with System.open(backend) as system:
-        await system.register_agent(AgentConfig(key=AGENT_KEY), ScriptedModel(model), tools=[tool])
-        assert await system.send(AGENT_KEY, KEY, "look three keys up") == "found all"
+        await system.register_agent(config, ScriptedModel(three_steps), tools=[tool])
+        assert await system.send(AGENT_KEY, KEY, "look three keys up") == "found 3"
     appends = backend.session_appends(SESSION_STREAM)
-    assert sorted(ran) == ["k0", "k1", "k2"]
-    # The reply and the three starts: one commit before any call runs.
-    starts = ["tool.call_requested", "tool.call_started"]
-    assert appends[:2] == [OPENING, ["session.model_replied", *starts, *starts, *starts]]
-    # A result arriving while other calls run is durable at once; the last one goes
-    # with the next request.
-    assert appends[2:] == [
-        ["tool.call_completed"],
-        ["tool.call_completed"],
-        RESULT_AND_REQUEST,
+    assert ran == ["k0", "k1", "k2"]
+    if read_hold_s == 0:  # holding off: as for calls with effects
+        assert len(appends) == 8
+        return
+    # A reply whose calls only read waits for their results (a crash before the append
+    # only makes a restart ask the model and run them again): the reply, the starts, the
+    # result and the next request are one commit. The hold (60 s here, far longer than
+    # the calls take) never runs out in this test.
+    assert appends == [
+        OPENING,
+        CALL_STARTS + RESULT_AND_REQUEST,
+        CALL_STARTS + RESULT_AND_REQUEST,
+        CALL_STARTS + RESULT_AND_REQUEST,
         ENDED,
     ]
+    model_steps, side_effecting_calls = 4, 0
+    assert len(appends) <= model_steps + side_effecting_calls + 1
+
+
+async def test_a_process_killed_while_held_calls_run_asks_the_model_again(
+    tmp_path: Path,
+) -> None:
+    from tests.agents.held_calls_child import HELD, lookup_tool
+    from tests.agents.held_calls_child import three_steps as child_steps
+
+    log = tmp_path / "log.db"
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "tests.agents.held_calls_child",
+        str(log),
+        stdout=asyncio.subprocess.PIPE,
+        cwd=Path(__file__).parents[2],
+    )
+    assert child.stdout is not None
+    try:
+        assert await asyncio.wait_for(child.stdout.readline(), 60) == b"started\n"
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        assert await child.wait() == -signal.SIGKILL
+    async with System.open(log) as system:
+        events = await system.store.read_stream(SESSION_STREAM)
+        # Nothing of the held step reached the log: its request is the last thing in it.
+        assert [t for t in types(events) if not t.startswith("actor.")] == OPENING
+        async with system.outbox() as outbox:
+            await system.register_agent(
+                HELD, ScriptedModel(child_steps), tools=[lookup_tool(block=False)]
+            )
+            message = await asyncio.wait_for(anext(outbox), 60)
+        events = await system.store.read_stream(SESSION_STREAM)
+    # The resumed turn asks the model again and runs the call again: nothing was lost
+    # that a restart could not redo, and nothing ran twice that has an effect.
+    assert (message.text, message.resumed) == ("found 3", True)
+    assert types(events).count("session.turn_completed") == 1
+    assert types(events).count("tool.call_started") == 3
+    assert "tool.call_resume_decided" not in types(events)
+
+
+async def test_a_stop_while_held_calls_run_records_them_and_the_restart_runs_them_again(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "log.db"
+    gate = asyncio.Event()  # never set: the call is running when the process stops
+    slow, ran, running = lookup_tool("none", gate)
+    held = AgentConfig(key=AGENT_KEY, read_hold_s=3600.0)  # the hold never runs out
+    async with System.open(log) as system:
+        await system.register_agent(held, ScriptedModel(three_steps), tools=[slow])
+        sending = asyncio.create_task(system.send(AGENT_KEY, KEY, "look three keys up"))
+        await wait_threading_event(running)
+        events = await system.store.read_stream(SESSION_STREAM)
+    with pytest.raises(ActorDead):
+        await sending
+    # While the call ran, its step was held: the request is the last thing recorded.
+    assert [t for t in types(events) if not t.startswith("actor.")] == OPENING
+    quick, ran_again, _ = lookup_tool("none")
+    async with System.open(log) as system:
+        stopped = await system.store.read_stream(SESSION_STREAM)
+        async with system.outbox() as outbox:
+            await system.register_agent(held, ScriptedModel(three_steps), tools=[quick])
+            message = await asyncio.wait_for(anext(outbox), 60)
+        events = await system.store.read_stream(SESSION_STREAM)
+    # A clean stop appends what was held with its actor.stopped (the reply came and the
+    # call started); the restart runs the call again, as any call that only reads.
+    assert types(stopped)[-4:] == [*CALL_STARTS, "actor.stopped"]
+    assert len({e.recorded_at for e in stopped[-4:]}) == 1
+    assert (message.text, message.resumed) == ("found 3", True)
+    assert ran == ["k0"] and ran_again == ["k0", "k1", "k2"]
+    assert types(events).count("session.turn_completed") == 1
+    assert "tool.call_resume_decided" in types(events)
 
 
 async def test_a_crash_while_the_calls_run_finds_the_reply_and_their_starts_together(
@@ -391,6 +465,9 @@ async def test_a_crash_while_the_calls_run_finds_the_reply_and_their_starts_toge
         )
         sending = asyncio.create_task(system.send(AGENT_KEY, KEY, "look three keys up"))
         await wait_threading_event(running)
+        # A call that only reads and runs past AgentConfig.read_hold_s has its start
+        # appended then, with its reply: a reader of the log sees it running.
+        await asyncio.wait_for(wait_for_type(system, SESSION_STREAM, "tool.call_started"), 60)
         events = await system.store.read_stream(SESSION_STREAM)
     with pytest.raises(ActorDead):
         await sending
@@ -474,6 +551,7 @@ async def test_a_result_is_kept_when_the_next_request_cannot_be_planned(
 ) -> None:
     backend = AppendCountingBackend(tmp_path / "log.db")
     tool, ran, running = lookup_tool(side_effects)
+    config = AgentConfig(key=AGENT_KEY, read_hold_s=3600.0)  # held to the end if it reads
 
     def failing_section(config: AgentConfig, ctx: Any) -> tuple[str, str] | None:
         if running.is_set():  # planning the request after the call's result
@@ -482,9 +560,7 @@ async def test_a_result_is_kept_when_the_next_request_cannot_be_planned(
 
     async with System.open(backend) as system:
         system.prompt_for(AGENT_KEY).add_section("breaks", failing_section)
-        await system.register_agent(
-            AgentConfig(key=AGENT_KEY), ScriptedModel(three_steps), tools=[tool]
-        )
+        await system.register_agent(config, ScriptedModel(three_steps), tools=[tool])
         with pytest.raises(TurnFailedError) as failed:
             await system.send(AGENT_KEY, KEY, "look a key up", timeout=60)
         # The sender hears it first; the restarted session then records the turn's end.
@@ -492,7 +568,13 @@ async def test_a_result_is_kept_when_the_next_request_cannot_be_planned(
         events = await system.store.read_stream(SESSION_STREAM)
     assert failed.value.reason == "crashed" and ran == ["k0"]
     # The request never went out, but the result is in the log, on its own (the call may
-    # have had an effect), and the turn ends without calling the call interrupted.
-    assert ["tool.call_completed"] in backend.appends[SESSION_STREAM]
+    # have had an effect; one that only reads, with its held reply and start), and the
+    # turn ends without calling the call interrupted.
+    alone = (
+        ["tool.call_completed"]
+        if side_effects == "external"
+        else [*CALL_STARTS, "tool.call_completed"]
+    )
+    assert alone in backend.appends[SESSION_STREAM]
     assert "tool.call_failed" not in types(events)
     assert types(events).count("session.turn_failed") == 1
