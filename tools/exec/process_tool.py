@@ -92,6 +92,10 @@ class ProcessTool(BaseTool):
             await asyncio.shield(managed.watcher)  # let the exit be recorded first
         text, managed.read_offset = output.since(managed.read_offset)
         await self.processes.flush(managed)
+        if not managed.running and managed.watcher is not None:
+            # It ended while its output was recorded: its exit too is in the log before
+            # the model hears of it.
+            await asyncio.shield(managed.watcher)
         shown, cut = clip(text, self.pending_cap)
         status = managed.status_line()
         body = prefix + (f"{shown.rstrip()}\n" if shown.strip() else "(no new output)\n")
