@@ -389,6 +389,14 @@ class Session(EventSourcedActor[SessionState]):
                 self._queue.appendleft((msgspec.structs.replace(message, turn_id=turn_id), None))
                 self._unstarted = turn_id
             raise
+        except Fenced:
+            if not opening.written:
+                # Another process took the session over before this turn's start was
+                # written: it has no such turn to resume. The message goes back to the
+                # queue, which the step-back hands to the new owner, asker and all.
+                self._active = None
+                self._queue.appendleft((msgspec.structs.replace(message, turn_id=turn_id), reply))
+            raise
 
     def _request_model(self, opening: StagedAppend | None = None) -> None:
         """Plan and send the turn's next model request. What is decided on the way (the
