@@ -420,6 +420,24 @@ async def test_a_process_killed_while_held_calls_run_asks_the_model_again(
     assert "tool.call_resume_decided" not in types(events)
 
 
+async def stop_while_a_call_runs(
+    log: Path, config: AgentConfig, tool: FunctionTool, running: threading.Event, until: str = ""
+) -> list[Any]:
+    """Start a turn of :func:`three_steps` whose call never ends, wait until it runs (and
+    until an ``until`` event is in the log), then stop the System; the session's events
+    as they were before the stop."""
+    async with System.open(log) as system:
+        await system.register_agent(config, ScriptedModel(three_steps), tools=[tool])
+        sending = asyncio.create_task(system.send(AGENT_KEY, KEY, "look three keys up"))
+        await wait_threading_event(running)
+        if until:
+            await asyncio.wait_for(wait_for_type(system, SESSION_STREAM, until), 60)
+        events = await system.store.read_stream(SESSION_STREAM)
+    with pytest.raises(ActorDead):
+        await sending
+    return events
+
+
 async def test_a_stop_while_held_calls_run_records_them_and_the_restart_runs_them_again(
     tmp_path: Path,
 ) -> None:
@@ -427,13 +445,7 @@ async def test_a_stop_while_held_calls_run_records_them_and_the_restart_runs_the
     gate = asyncio.Event()  # never set: the call is running when the process stops
     slow, ran, running = lookup_tool("none", gate)
     held = AgentConfig(key=AGENT_KEY, read_hold_s=3600.0)  # the hold never runs out
-    async with System.open(log) as system:
-        await system.register_agent(held, ScriptedModel(three_steps), tools=[slow])
-        sending = asyncio.create_task(system.send(AGENT_KEY, KEY, "look three keys up"))
-        await wait_threading_event(running)
-        events = await system.store.read_stream(SESSION_STREAM)
-    with pytest.raises(ActorDead):
-        await sending
+    events = await stop_while_a_call_runs(log, held, slow, running)
     # While the call ran, its step was held: the request is the last thing recorded.
     assert [t for t in types(events) if not t.startswith("actor.")] == OPENING
     quick, ran_again, _ = lookup_tool("none")
@@ -459,18 +471,10 @@ async def test_a_crash_while_the_calls_run_finds_the_reply_and_their_starts_toge
     log = tmp_path / "log.db"
     gate = asyncio.Event()  # never set: the call is running when the process stops
     slow, ran, running = lookup_tool("none", gate)
-    async with System.open(log) as system:
-        await system.register_agent(
-            AgentConfig(key=AGENT_KEY), ScriptedModel(three_steps), tools=[slow]
-        )
-        sending = asyncio.create_task(system.send(AGENT_KEY, KEY, "look three keys up"))
-        await wait_threading_event(running)
-        # A call that only reads and runs past AgentConfig.read_hold_s has its start
-        # appended then, with its reply: a reader of the log sees it running.
-        await asyncio.wait_for(wait_for_type(system, SESSION_STREAM, "tool.call_started"), 60)
-        events = await system.store.read_stream(SESSION_STREAM)
-    with pytest.raises(ActorDead):
-        await sending
+    # A call that only reads and runs past AgentConfig.read_hold_s has its start appended
+    # then, with its reply: a reader of the log sees it running.
+    config = AgentConfig(key=AGENT_KEY)
+    events = await stop_while_a_call_runs(log, config, slow, running, until="tool.call_started")
     session_events = [e for e in events if not e.type.startswith("actor.")]
     assert types(session_events)[-3:] == CALL_STARTS
     assert len({e.recorded_at for e in session_events[-3:]}) == 1  # one transaction

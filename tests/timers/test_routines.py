@@ -237,6 +237,22 @@ async def test_removing_a_routine_cancels_its_timer(running: tuple[System, Manua
     assert [c.timer_id for c in cancelled] == ["routine:gone"]
 
 
+async def record_open_run(store: Any, turn_id: str) -> None:
+    """Append the start of a manual run of ``job`` with no end, as a process leaves it
+    that stopped after recording it."""
+    version = await store.stream_version(STREAM)
+    lost = RunStarted(
+        turn_id=turn_id,
+        name="job",
+        origin="api",
+        trigger="manual",
+        session_key="routines",
+        message="Do the job.",
+        started_at=T0,
+    )
+    await store.append(STREAM, [lost], version, EventMetadata(actor=STREAM))
+
+
 async def test_a_run_the_process_lost_before_its_session_had_it_is_sent_once(db: Path) -> None:
     clock = ManualClock(T0)
     system = await start(db, clock)
@@ -244,17 +260,7 @@ async def test_a_run_the_process_lost_before_its_session_had_it_is_sent_once(db:
     await system.close()
     # The log as a process leaves it that stopped right after recording a run's start.
     async with System.open(db) as offline:
-        version = await offline.store.stream_version(STREAM)
-        lost = RunStarted(
-            turn_id="lost-turn-1",
-            name="job",
-            origin="api",
-            trigger="manual",
-            session_key="routines",
-            message="Do the job.",
-            started_at=T0,
-        )
-        await offline.store.append(STREAM, [lost], version, EventMetadata(actor=STREAM))
+        await record_open_run(offline.store, "lost-turn-1")
     for _ in range(2):
         system = await start(db, clock)
         seen = await wait_for_events(system, STREAM, count("routine.run_ended"))
@@ -281,17 +287,7 @@ async def test_a_run_whose_turn_was_cancelled_ends_at_start_and_is_not_sent_agai
     # same id (its stream shares the run's session stream as a prefix).
     turn = "cancelled-turn-1"
     async with System.open(db) as offline:
-        version = await offline.store.stream_version(STREAM)
-        lost = RunStarted(
-            turn_id=turn,
-            name="job",
-            origin="api",
-            trigger="manual",
-            session_key="routines",
-            message="Do the job.",
-            started_at=T0,
-        )
-        await offline.store.append(STREAM, [lost], version, EventMetadata(actor=STREAM))
+        await record_open_run(offline.store, turn)
         started = TurnStarted(turn_id=turn, text="Do the job.")
         await offline.store.append(
             f"session/{AGENT}/routines", [started, TurnCancelled(turn_id=turn)], 0
