@@ -22,7 +22,8 @@
 
 Every contender writes the same rows (the same payload bytes, streams and versions) into
 its own fresh file in one temporary directory (under the system's, as /tmp). The full run
-repeats each measurement three times, round-robin, and reports the median. ``--pg URL``
+repeats each measurement three times, round-robin (the hashed and unhashed 100-producer
+appends swap places every other round), and reports the median. ``--pg URL``
 (or CLAWLOG_BENCH_DATABASE_URL) adds the PostgreSQL section from ``bench_store_pg.py``.
 Prints a table and ends with ``RATIOS key=value ...``.
 """
@@ -275,7 +276,12 @@ def run(n: int, single: int, rounds: int, baseline: Path | None) -> dict[str, Ra
     with tempfile.TemporaryDirectory(prefix="clawlog-bench-store-") as tmp:
         root = Path(tmp)
         for round_ in range(rounds):
-            for name, measure in measurements(n, single, baseline).items():
+            contenders = list(measurements(n, single, baseline).items())
+            if round_ % 2:  # the chain's pair in the other order every other round
+                names = [name for name, _ in contenders]
+                i, j = names.index("claw100"), names.index("claw100_unhashed")
+                contenders[i], contenders[j] = contenders[j], contenders[i]
+            for name, measure in contenders:
                 directory = root / f"{name}-{round_}"
                 directory.mkdir()
                 rate = measure(directory)

@@ -2,7 +2,8 @@
 # The test command (README.md, .ci/run): installs what the tests need, starts the real
 # services they use on loopback, runs pytest, and stops the services again.
 #   - Python deps: the package with its test and dev extras (asyncpg, pytest, ruff, mypy),
-#     installed into .venv (created if missing) unless a venv is already active
+#     installed into .venv (created if missing) unless a venv is already active; gcc and
+#     Debian's libssl-dev if missing, for the one compiled module (setup.py)
 #   - ruff (lint and format) and mypy, before any test
 #   - PostgreSQL (Debian's postgresql) on a free loopback port     -> scripts/postgres.sh
 #   - a Docker engine (Debian's docker.io) on a private socket,
@@ -28,6 +29,11 @@ if [ -z "${VIRTUAL_ENV:-}" ]; then
   fi
   export VIRTUAL_ENV="$PWD/.venv"
   export PATH="$VIRTUAL_ENV/bin:$PATH"
+fi
+# The install compiles the hash chain's writer loop (setup.py) against OpenSSL's headers;
+# it is optional for users, but the suite checks that it was built (tests/events).
+if [ ! -f /usr/include/openssl/sha.h ] || ! command -v gcc >/dev/null; then
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libssl-dev >/dev/null
 fi
 python3 -m pip install -q --disable-pip-version-check -e '.[test,dev]'
 # House rule 10: lint, format and type checks are part of the test command.

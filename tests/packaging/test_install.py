@@ -36,6 +36,7 @@ _NOT_SOURCES = shutil.ignore_patterns(
     ".hypothesis",
     ".mcp-peers",
     "node_modules",
+    "*.so",  # the editable install's build of events/_chain_seal.c: the build makes its own
     "*.db",
     "*.db-*",
     "*.db.lock",
@@ -185,7 +186,9 @@ async def main() -> dict:
         )
         answer = await system.send("main", "user-1", "hello")
     from clawlog.events import Event
+    from clawlog.events.backends.sqlite_writer import compiled_seal
     return {
+        "compiled_seal": getattr(compiled_seal, "__module__", None),
         "answer": answer,
         "clawlog": clawlog.__file__,
         "own": [actors.Event, events.Event, projections.Event, tools.Event],
@@ -217,6 +220,8 @@ def test_an_application_with_its_own_packages_runs_a_turn_on_the_installed_clawl
     assert str(app_run["clawlog"]).startswith(str(venv.path))
     assert app_run["own"] == [f"app's own {name}" for name in APP_PACKAGES]
     assert str(app_run["clawlog_event"]).startswith("clawlog.events")
+    # The wheel (built from the sdist) carries the compiled writer loop (setup.py).
+    assert app_run["compiled_seal"] == "clawlog.events._chain_seal"
 
 
 def test_the_applications_logging_handler_receives_clawlogs_warning(

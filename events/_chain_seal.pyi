@@ -1,0 +1,3 @@
+from typing import Any
+
+def seal(prev: bytes | bytearray, rows: list[tuple[Any, ...]], start: int) -> bytes | bytearray: ...
