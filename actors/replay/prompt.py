@@ -18,16 +18,22 @@ from ..teams.prompt import team_md
 __all__ = ["recorded_prompt"]
 
 _PAGE = 1000
+_TYPES = ["team.created"]
 
 
 async def recorded_prompt(log: LogReader, agent: str, before: int) -> PromptBuilder:
-    """A prompt builder with the sections ``agent`` had at position ``before``."""
+    """A prompt builder with the sections ``agent`` had at position ``before``.
+
+    Only the log before ``before`` is read (it used to be read to its end: on a log of a
+    million events that was most of a short re-run's time)."""
     builder = PromptBuilder()
     position = 1
-    while page := await log.read_all(position, _PAGE, types=["team.created"]):
+    while position < before and (page := await log.read_all(position, _PAGE, types=_TYPES)):
         for recorded in page:
-            event, earlier = recorded.event, recorded.position < before
-            if earlier and isinstance(event, TeamCreated) and event.lead == agent:
+            if recorded.position >= before:
+                return builder
+            event = recorded.event
+            if isinstance(event, TeamCreated) and event.lead == agent:
                 builder.add_section(f"TEAM.md:{event.team_id}", _team_section(event))
         position = page[-1].position + 1
     return builder
