@@ -92,10 +92,11 @@ class AgentConfig(msgspec.Struct, frozen=True, kw_only=True):
     idle_timeout_s: float = 300.0
     #: How long a model reply whose calls only read (``side_effects = "none"``: running
     #: them again after a crash does nothing) waits, with its calls' starts, for their
-    #: results: those that come in time share one commit with the reply and the next
-    #: request; calls still running then have their starts appended on their own, so a
-    #: reader of the log sees them. 0: the starts are appended before the calls run, as
-    #: for calls with effects (.staged_append).
+    #: results, and then for the next replies while their steps only read too: what comes
+    #: in time shares one commit; what is held when it runs out (calls still running, a
+    #: request still out) is appended then, so a reader of the log sees it. 0: the
+    #: starts are appended before the calls run, as for calls with effects
+    #: (.staged_append).
     read_hold_s: float = 0.05
     max_tokens: int = 4096
     subagents: SubagentLimits = msgspec.field(default_factory=SubagentLimits)

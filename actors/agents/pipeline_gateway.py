@@ -39,6 +39,7 @@ from clawlog.tools.decisions import NeedsApproval, Ready, Refused
 from clawlog.tools.finish import DEFAULT_MAX_RESULT_CHARS
 from clawlog.tools.policy import PolicyEngine
 from clawlog.tools.ratelimit import RateLimiter
+from clawlog.tools.registry import ToolDefinition
 from clawlog.tools.side_effects import SideEffects, call_side_effects
 
 from ..errors import Rejected
@@ -105,6 +106,11 @@ def policy_for(config: AgentConfig, base: PolicyConfig | None = None) -> PolicyC
     )
 
 
+#: Specs kept by a gateway before it starts over (a registry holds one definition per
+#: tool and provider).
+_MAX_SPECS = 1024
+
+
 class PipelineGateway:
     def __init__(
         self,
@@ -127,6 +133,9 @@ class PipelineGateway:
             approval_config=approvals,
             max_result_chars=max_result_chars,
         )
+        #: The spec made of each tool definition (the registry caches those per tool and
+        #: provider), so a model request does not rebuild every spec: see :meth:`specs`.
+        self._specs: dict[int, tuple[ToolDefinition, ToolSpec]] = {}
         for tool in self.pipeline.registry.tools():  # its keys: redacted from all it records
             if callable(share := getattr(tool, "share_secrets", None)):
                 share(self.pipeline.scrubber)
@@ -148,10 +157,24 @@ class PipelineGateway:
         )
 
     def specs(self, ctx: CallerContext) -> list[ToolSpec]:
-        return [
-            ToolSpec(name=d.name, description=d.description, parameters=dict(d.parameters))
-            for d in self.pipeline.definitions(self.context(ctx))
-        ]
+        """The tools ``ctx`` may use, as offered to the model. Each model request asks, so
+        the spec of a definition is made once (building them all was the largest single
+        cost of a request in the agents benchmark's profile); a definition the registry
+        replaced gets a new one."""
+        made, specs = self._specs, []
+        for definition in self.pipeline.definitions(self.context(ctx)):
+            entry = made.get(id(definition))
+            if entry is None or entry[0] is not definition:
+                if len(made) >= _MAX_SPECS:
+                    made.clear()
+                spec = ToolSpec(
+                    name=definition.name,
+                    description=definition.description,
+                    parameters=dict(definition.parameters),
+                )
+                entry = made[id(definition)] = (definition, spec)
+            specs.append(entry[1])
+        return specs
 
     def begin(self, ctx: CallerContext, call: ToolCall) -> CallStep:
         # The tools that drive actors see which call they are (the message tool records it).

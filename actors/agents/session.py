@@ -220,6 +220,9 @@ class Session(EventSourcedActor[SessionState]):
         #: to ``config.read_hold_s``), and the number of that hold (.staged_append).
         self._held: StagedAppend | None = None
         self._hold = 0
+        #: When the hold in progress runs out (``time.monotonic()``): measured from its
+        #: first held step, however many steps join it.
+        self._hold_due = 0.0
 
     # -- fold ---------------------------------------------------------------------------
     def initial_state(self) -> SessionState:
@@ -409,7 +412,8 @@ class Session(EventSourcedActor[SessionState]):
         except BaseException:
             self._unstage()
             raise
-        self._append_staged()  # none left but by a defect: never lost, on its own then
+        if not self._holding():  # held with the request while the model answers
+            self._append_staged()  # none left but by a defect: never lost, on its own then
 
     def _send_request(self) -> None:
         turn = self.state.turn
@@ -449,32 +453,32 @@ class Session(EventSourcedActor[SessionState]):
         if exceeded is not None:
             self._stop_for_budget(exceeded)
             return
-        self.emit(
-            [
-                ModelRequested(
-                    turn_id=turn.turn_id,
-                    iteration=iteration,
-                    model=self.model.name,
-                    provider=self.model.provider,
-                    message_count=len(request.messages),
-                    tools=[t.name for t in tools],
-                    system_prompt_digest=hashlib.sha256(system.encode()).hexdigest()[:16],
-                    prompt_chars=chars,
-                    estimated_tokens=estimate_tokens(chars, self.state.chars_per_token),
-                    tool_choice=request.tool_choice,
-                )
-            ],
-            correlation_id=turn.turn_id,
+        requested = ModelRequested(
+            turn_id=turn.turn_id,
+            iteration=iteration,
+            model=self.model.name,
+            provider=self.model.provider,
+            message_count=len(request.messages),
+            tools=[t.name for t in tools],
+            system_prompt_digest=hashlib.sha256(system.encode()).hexdigest()[:16],
+            prompt_chars=chars,
+            estimated_tokens=estimate_tokens(chars, self.state.chars_per_token),
+            tool_choice=request.tool_choice,
         )
+        held = self._may_hold_request()
+        if held:  # the held step waits for this reply too (.staged_append)
+            self._stage(StagedAppend([requested], correlation_id=turn.turn_id))
+        else:
+            self.emit([requested], correlation_id=turn.turn_id)
         key = f"{turn.turn_id}:{iteration}"
         trace = self._turn_trace()
         trace.model_requested(self.model.name, self.model.provider, iteration)
+        calling = self._model_call(request, iteration)
+        if held:
+            calling = self._run_held(calling, self._hold, self._hold_due)
         with trace.model_current():  # the provider's own I/O spans (httpx...) nest in it
             self._active.futures[key] = self.pipe(
-                _timed(self._model_call(request, iteration)),
-                "model",
-                key=key,
-                correlation_id=turn.turn_id,
+                _timed(calling), "model", key=key, correlation_id=turn.turn_id
             )
 
     def _model_call(self, request: ModelRequest, iteration: int) -> Any:
@@ -581,6 +585,8 @@ class Session(EventSourcedActor[SessionState]):
                 step = msgspec.structs.replace(step, events=[])
             steps.append((tool_call.id, step))
         if self._may_hold(calls, steps):
+            if not self._holding():  # a new hold (one held already goes on to its due time)
+                self._hold_due = time.monotonic() + self.config.read_hold_s
             self._held, self._hold = self._staged, self._hold + 1
         else:
             self._append_staged()
@@ -598,16 +604,33 @@ class Session(EventSourcedActor[SessionState]):
             return False
         if any(step.outcome != "ready" for _, step in steps):
             return False
+        if self._holding() and time.monotonic() >= self._hold_due:
+            return False  # the hold ran out: what it held is appended with these starts
         return all(side_effects(call) == "none" for call in calls)
+
+    def _may_hold_request(self) -> bool:
+        """Whether the next model request may join the held step instead of being
+        appended before the call: only while a hold goes on (its reads came back in
+        time). A crash before the append then makes a restart ask the model again from
+        the last request in the log, as for the held reads; the turn's start is never
+        held (the user's message is durable before the model sees it)."""
+        staged = self._staged
+        return (
+            self._holding()
+            and staged is not None
+            and not staged.opens_turn
+            and time.monotonic() < self._hold_due
+        )
 
     def _holding(self) -> bool:
         return self._held is not None and self._staged is self._held
 
-    async def _run_held(self, running: Coroutine[Any, Any, Any], hold: int) -> Any:
-        """Run a held call (on the hub); past ``config.read_hold_s`` tell the session to
-        append what it holds."""
+    async def _run_held(self, running: Coroutine[Any, Any, Any], hold: int, due: float) -> Any:
+        """Run a held call or model request (on the hub); at ``due`` (``time.monotonic``)
+        tell the session to append what it holds."""
         loop = asyncio.get_running_loop()
-        timer = loop.call_later(self.config.read_hold_s, self._tell_self, HoldEnded(hold=hold))
+        delay = max(0.0, due - time.monotonic())
+        timer = loop.call_later(delay, self._tell_self, HoldEnded(hold=hold))
         try:
             return await running
         finally:
@@ -626,7 +649,7 @@ class Session(EventSourcedActor[SessionState]):
             key = f"{turn.turn_id}:{call_id}"
             running = self._gateway.run(step.ticket)
             if self._holding():
-                running = self._run_held(running, self._hold)
+                running = self._run_held(running, self._hold, self._hold_due)
             active.futures[key] = self.pipe(running, "tool", key=key, correlation_id=turn.turn_id)
         elif step.outcome == "approval":  # its timer is armed from the log (actors.timers)
             active.tickets[call_id] = step.ticket
@@ -701,7 +724,8 @@ class Session(EventSourcedActor[SessionState]):
             if not (kept.written or isinstance(exc, EventStoreError)):
                 self.emit(kept.events, correlation_id=turn.turn_id)
             raise
-        self._append_staged()  # nothing took it (never by design): on its own then
+        if not self._holding():  # held with the next request while the model answers
+            self._append_staged()  # nothing took it (never by design): on its own then
 
     def _on_approval(
         self, call_id: str, decision: ApprovalOutcome, by: str, fired: Event | None = None

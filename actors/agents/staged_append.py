@@ -29,16 +29,21 @@ outside the session before that commit:
   a crash never loses a result a restart could not get back (a call with an effect is
   not run twice);
 - the one wait events are held across: a reply whose calls all run at once and only
-  read (``side_effects = "none"``) stays staged with their starts while they run, up to
-  ``AgentConfig.read_hold_s``. The last result then joins them and the next request in
-  one commit. A crash before it loses nothing a restart cannot redo: it asks the model
-  again and runs the calls again. When the hold runs out first (a slow read), what is
-  held is appended on its own, so a reader of the log sees the calls running; a stop
-  appends it with ``actor.stopped``.
+  read (``side_effects = "none"``) stays staged with their starts while they run. The
+  last result then joins them with the next request, which stays held too while the
+  model answers it; its reply joins them, and so on: a *hold* goes on through the turn's
+  steps until a step has a call with an effect or one that waits for a person (all that
+  is held is appended with its start, before it runs), the turn ends (one append with its
+  end), or ``AgentConfig.read_hold_s`` has passed since the hold began (measured from its
+  first step, not restarted by each). A crash before the held append loses nothing a
+  restart cannot redo: it asks the model again from the last request in the log and runs
+  the reads again. When the hold runs out first (a slow read, a model still answering),
+  what is held is appended on its own, so a reader of the log sees the calls running or
+  the request out; a stop appends it with ``actor.stopped``.
 
 What must be durable before a side effect starts stays its own commit before it: the
 starts of a reply's calls (with the reply) before any of them runs, and the turn's start
-(the user's message) before the first model request.
+(the user's message) before the first model request: it is never held.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ import msgspec
 from clawlog.events import Event
 from clawlog.events.domain.session import ChatMessage, ModelFailed, ToolCall
 from clawlog.events.domain.tool import ApprovalOutcome, ToolCallFailed
+from clawlog.tools.side_effects import SideEffects
 
 from .. import errors as model_errors
 from ..agents.gateway import CallerContext, CallResult, CallStep, ToolGateway
@@ -221,6 +222,12 @@ class ReplayGateway:
 
     def specs(self, ctx: CallerContext) -> list[ToolSpec]:
         return self.inner.specs(ctx)
+
+    def side_effects(self, call: ToolCall) -> SideEffects:
+        """As the recording's tools declare (nothing runs here, but the session holds the
+        steps of calls that only read as it did when recording: fewer appends)."""
+        side_effects = getattr(self.inner, "side_effects", None)
+        return "external" if side_effects is None else side_effects(call)
 
     def begin(self, ctx: CallerContext, call: ToolCall) -> CallStep:
         step = self.inner.begin(ctx, call)

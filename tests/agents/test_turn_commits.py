@@ -159,12 +159,15 @@ async def test_a_pruning_shares_the_request_and_a_summary_waits_for_a_durable_st
     pruned_only = [c for c in compactions if not c.summary]
     summarized_first = {c.turn_id for c in compactions if c.summary and c.iteration == 1}
     assert pruned_only and summarized_first, "the session must prune, and summarize first"
-    # A pruning decided before a request is in that request's append.
+    # A pruning decided before a request is in that request's append, just before it
+    # (the append may go on: a request held with its step while the model answers).
     with_request = [a for a in appends if "session.compacted" in a]
     assert sum(a.count("session.compacted") for a in with_request) >= len(pruned_only)
     for append in with_request:
         if append != ["session.compacted"]:  # a summary's outcome is appended on its own
-            assert append[-1] == "session.model_requested"
+            for index, event_type in enumerate(append):
+                if event_type == "session.compacted":
+                    assert append[index + 1] == "session.model_requested"
     # A turn's start goes with its first request, unless a summary must be written
     # first: then the start is durable (alone) before the summarizer is called.
     starts: list[Any] = [e.event for e in events if e.type == "session.turn_started"]
@@ -352,7 +355,7 @@ async def test_a_turn_of_three_calls_with_effects_is_two_commits_a_model_step(
 
 
 @pytest.mark.parametrize("read_hold_s", [60.0, 0.0])
-async def test_a_turn_of_three_calls_that_only_read_is_one_commit_a_model_step(
+async def test_a_turn_of_three_calls_that_only_read_is_its_start_and_one_held_commit(
     tmp_path: Path, read_hold_s: float
 ) -> None:
     backend = AppendCountingBackend(tmp_path / "log.db")
@@ -366,24 +369,21 @@ async def test_a_turn_of_three_calls_that_only_read_is_one_commit_a_model_step(
     if read_hold_s == 0:  # holding off: as for calls with effects
         assert len(appends) == 8
         return
-    # A reply whose calls only read waits for their results (a crash before the append
-    # only makes a restart ask the model and run them again): the reply, the starts, the
-    # result and the next request are one commit. The hold (60 s here, far longer than
-    # the calls take) never runs out in this test.
-    assert appends == [
-        OPENING,
-        CALL_STARTS + RESULT_AND_REQUEST,
-        CALL_STARTS + RESULT_AND_REQUEST,
-        CALL_STARTS + RESULT_AND_REQUEST,
-        ENDED,
-    ]
+    # A reply whose calls only read waits for their results, and the next request for
+    # its reply (a crash before the append only makes a restart ask the model again from
+    # the turn's start and run the reads again): after the start, the turn's steps are
+    # one commit. The hold (60 s here, far longer than the turn takes) never runs out.
+    assert appends == [OPENING, (CALL_STARTS + RESULT_AND_REQUEST) * 3 + ENDED]
     model_steps, side_effecting_calls = 4, 0
-    assert len(appends) <= model_steps + side_effecting_calls + 1
+    assert len(appends) <= model_steps + side_effecting_calls
 
 
+@pytest.mark.parametrize("blocking", ["tool", "model"])
 async def test_a_process_killed_while_held_calls_run_asks_the_model_again(
-    tmp_path: Path,
+    tmp_path: Path, blocking: str
 ) -> None:
+    """Killed while a held read runs, or while the next request (held with that read's
+    step) waits for its reply."""
     from tests.agents.held_calls_child import HELD, lookup_tool
     from tests.agents.held_calls_child import three_steps as child_steps
 
@@ -393,12 +393,14 @@ async def test_a_process_killed_while_held_calls_run_asks_the_model_again(
         "-m",
         "tests.agents.held_calls_child",
         str(log),
+        blocking,
         stdout=asyncio.subprocess.PIPE,
         cwd=Path(__file__).parents[2],
     )
     assert child.stdout is not None
+    said = b"started\n" if blocking == "tool" else b"asked\n"
     try:
-        assert await asyncio.wait_for(child.stdout.readline(), 60) == b"started\n"
+        assert await asyncio.wait_for(child.stdout.readline(), 60) == said
     finally:
         os.kill(child.pid, signal.SIGKILL)
         assert await child.wait() == -signal.SIGKILL
@@ -418,6 +420,48 @@ async def test_a_process_killed_while_held_calls_run_asks_the_model_again(
     assert types(events).count("session.turn_completed") == 1
     assert types(events).count("tool.call_started") == 3
     assert "tool.call_resume_decided" not in types(events)
+
+
+class WaitsForItsRequest:
+    """:func:`three_steps`, whose second request waits until that request is in the log:
+    it is held with the step before it, so it gets there only when the hold runs out
+    (``read_hold_s``) while the model is still answering."""
+
+    name, provider = "waits", "scripted"
+
+    def __init__(self) -> None:
+        self.system: System | None = None
+        self.requests = 0
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        self.requests += 1
+        if self.requests == 2:
+            assert self.system is not None
+            await wait_for_type(self.system, SESSION_STREAM, "tool.call_completed")
+        return three_steps(request)
+
+
+async def test_a_hold_that_runs_out_while_the_model_answers_appends_the_held_step(
+    tmp_path: Path,
+) -> None:
+    backend = AppendCountingBackend(tmp_path / "log.db")
+    tool, ran, _ = lookup_tool("none")
+    model = WaitsForItsRequest()
+    config = AgentConfig(key=AGENT_KEY, read_hold_s=0.05)
+    async with System.open(backend) as system:
+        model.system = system
+        await system.register_agent(config, model, tools=[tool])
+        assert await system.send(AGENT_KEY, KEY, "look three keys up", timeout=60) == "found 3"
+        events = await system.store.read_stream(SESSION_STREAM)
+    appends = backend.session_appends(SESSION_STREAM)
+    # The first step (reply, start, result) and the request after it were held while the
+    # model answered; when the hold ran out they were appended, in one commit, before the
+    # reply came (the model waited for them): a reader of the log sees the request out.
+    assert appends[:2] == [OPENING, CALL_STARTS + RESULT_AND_REQUEST]
+    assert model.requests == 4 and ran == ["k0", "k1", "k2"]
+    session_types = [t for t in types(events) if not t.startswith("actor.")]
+    assert session_types == OPENING + (CALL_STARTS + RESULT_AND_REQUEST) * 3 + ENDED
+    assert [t for append in appends for t in append] == session_types  # each once, in order
 
 
 async def stop_while_a_call_runs(
