@@ -540,10 +540,12 @@ class Session(EventSourcedActor[SessionState]):
             cost_usd=cost_usd,
         )
         trace = self._turn_trace()
+        answered = trace.model_answered()  # its span ends now, its attributes once recorded
 
         def durable(records: Sequence[RecordedEvent]) -> None:  # its usage, span and metrics
             self._meter.recorded(records[0], self.state.user)
             trace.model_replied(
+                answered,
                 model=self.model.name,
                 provider=self.model.provider,
                 stop_reason=reply.stop_reason,

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -84,7 +84,14 @@ from ..providers.base import Model, StreamingModel
 from .first_chunk import FirstChunkTimer
 from .trace_causes import causes_of, continue_later
 
-__all__ = ["STOPPED_MID_TURN", "TurnTrace", "parent_context", "span_carrier", "span_current"]
+__all__ = [
+    "STOPPED_MID_TURN",
+    "Answered",
+    "TurnTrace",
+    "parent_context",
+    "span_carrier",
+    "span_current",
+]
 
 #: The status description of a turn span that ended ``interrupted`` because its session
 #: stopped (the export of the log gives the same span the same words).
@@ -116,6 +123,13 @@ def span_current(span: Span | None) -> Any:
     if span is None:
         return nullcontext()
     return _Current(trace.set_span_in_context(span))
+
+
+class Answered(NamedTuple):
+    """A model request's span taken off its turn when the reply came, and when that was."""
+
+    span: Span | None
+    at_ns: int
 
 
 class TurnTrace:
@@ -196,8 +210,17 @@ class TurnTrace:
             },
         )
 
+    def model_answered(self) -> Answered:
+        """The reply of the request in flight came: its span (None if not tracing) is
+        taken off the turn, with the time it came, for :meth:`model_replied` once the
+        reply is recorded. That may be after the next request is out (a held step:
+        actors.agents.staged_append), whose span must not get this reply's attributes."""
+        span, self._model = self._model, None
+        return Answered(span, time.time_ns() if span is not None else 0)
+
     def model_replied(
         self,
+        answered: Answered,
         *,
         model: str,
         provider: str,
@@ -208,20 +231,21 @@ class TurnTrace:
         response_model: str = "",
         cost_usd: float | None = None,
     ) -> None:
-        """The reply was recorded at ``position``: end the span (with the usage, the model the
-        provider named, ``response_model``, and the estimated cost, as the export has them:
-        :func:`~clawlog.events.telemetry.reply_attributes`), record duration and tokens.
+        """The reply was recorded at ``position``: end its span (``answered``, ending when
+        the reply came) with the usage, the model the provider named, ``response_model``,
+        and the estimated cost, as the export has them
+        (:func:`~clawlog.events.telemetry.reply_attributes`); record duration and tokens.
 
         ``gen_ai.client.token.usage`` keeps the semconv's two token types (input, output):
         it defines none for cached tokens, which the span carries as parts of the input."""
-        span, self._model = self._model, None
+        span = answered.span
         if span is not None:
             attributes = reply_attributes(usage, response_model, cost_usd)
             attributes[POSITION] = position
             if stop_reason:
                 attributes[GEN_AI_FINISH] = (stop_reason,)
             span.set_attributes(attributes)  # one lock, one pass: not one call per attribute
-            span.end()
+            span.end(end_time=answered.at_ns)
         if metrics_enabled():
             meters = instruments()
             operation, tokens_in, tokens_out = _chat_metric_attributes(model, provider)
