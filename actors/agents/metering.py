@@ -96,10 +96,13 @@ class UsageMeter:
         iteration: int,
         now: float,
         request_chars: int | None = None,
+        unrecorded: Spent | None = None,
     ) -> BudgetExceeded | None:
         """The budget ``request`` would pass (the event recording it), or None: send it.
         ``request_chars`` is the request's ``prompt_chars`` when the caller measured it
-        already (None: measured here)."""
+        already (None: measured here). ``unrecorded``: what the session's replies not
+        appended yet spent (held: .staged_append), which the daily ledger has not counted
+        (``state``, which the session budget reads, has them folded in already)."""
         self._chars_per_token = state.chars_per_token
         chars = (
             prompt_chars(request.system, request.tools, request.messages)
@@ -114,7 +117,7 @@ class UsageMeter:
         most_cost = (
             None if spec is None else spec.max_cost_usd(self._request_tokens, request.max_tokens)
         )
-        for scope, subject, day, limits, spent in self._applying(state, utc_day(now)):
+        for scope, subject, day, limits, spent in self._applying(state, utc_day(now), unrecorded):
             found = _passed(limits, spent, most_tokens, most_cost)
             if found is not None:
                 metric, limit, used, estimate = found
@@ -133,7 +136,7 @@ class UsageMeter:
         return None
 
     def _applying(
-        self, state: SessionState, day: str
+        self, state: SessionState, day: str, unrecorded: Spent | None
     ) -> list[tuple[BudgetScope, str, str, BudgetLimits, Spent]]:
         budgets = self.budgets
         assert budgets is not None
@@ -141,11 +144,12 @@ class UsageMeter:
         if budgets.session is not None:
             spent = Spent(state.spent_tokens, state.spent_usd)
             found.append(("session", "", "", budgets.session, spent))
+        held = unrecorded or Spent()
         if self.ledger is not None and budgets.agent_daily is not None:
-            spent = self.ledger.spent("agent", self.agent, day)
+            spent = self.ledger.spent("agent", self.agent, day).plus(held.tokens, held.cost_usd)
             found.append(("agent", self.agent, day, budgets.agent_daily, spent))
         if self.ledger is not None and budgets.user_daily is not None and state.user:
-            spent = self.ledger.spent("user", state.user, day)
+            spent = self.ledger.spent("user", state.user, day).plus(held.tokens, held.cost_usd)
             found.append(("user", state.user, day, budgets.user_daily, spent))
         return found
 

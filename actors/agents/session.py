@@ -114,6 +114,7 @@ from .summary_trace import SummaryTrace
 from .turn_parts import recorded_parts
 from .turn_replies import Unanswered, answer_ended, fan_out
 from .turn_trace import TurnTrace
+from .usage_ledger import unrecorded_spend
 
 __all__ = ["SESSION_END_HOOKS", "Session"]
 
@@ -442,6 +443,7 @@ class Session(EventSourcedActor[SessionState]):
             tool_choice=None if reset else self.config.tool_choice,
         )
         chars = fixed + self._measure.chars(self.state)  # request.messages, measured
+        staged = self._staged
         exceeded = self._meter.check(
             request,
             self.state,
@@ -449,6 +451,7 @@ class Session(EventSourcedActor[SessionState]):
             iteration=iteration,
             now=time.time(),
             request_chars=chars,
+            unrecorded=unrecorded_spend(staged.events) if staged is not None else None,
         )
         if exceeded is not None:
             self._stop_for_budget(exceeded)

@@ -21,12 +21,12 @@ import asyncio
 import concurrent.futures
 import datetime as dt
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 import msgspec
 
-from clawlog.events import RecordedEvent
+from clawlog.events import Event, RecordedEvent
 from clawlog.events.domain.session import (
     ModelReplied,
     SessionCompacted,
@@ -35,7 +35,7 @@ from clawlog.events.domain.session import (
 )
 from clawlog.events.logging import get_logger
 
-__all__ = ["LogReader", "Spent", "UsageLedger", "utc_day"]
+__all__ = ["LogReader", "Spent", "UsageLedger", "unrecorded_spend", "utc_day"]
 
 _log = get_logger(__name__)
 _PAGE = 1000
@@ -207,6 +207,18 @@ class UsageLedger:
             tokens = event.usage.input_tokens + event.usage.output_tokens
             stream = recorded.stream
             found.append((agents[stream], users.get(stream, ""), day, tokens, event.cost_usd))
+
+
+def unrecorded_spend(events: Iterable[Event]) -> Spent:
+    """What the model calls among ``events`` spent, counted as :meth:`UsageLedger.add`
+    counts them: a session's replies decided but not appended yet (held:
+    actors.agents.staged_append), which its next budget check must count too."""
+    spent = Spent()
+    for event in events:
+        if isinstance(event, ModelReplied | SessionCompacted) and _called(event):
+            tokens = event.usage.input_tokens + event.usage.output_tokens
+            spent = spent.plus(tokens, event.cost_usd)
+    return spent
 
 
 def _called(event: ModelReplied | SessionCompacted) -> bool:

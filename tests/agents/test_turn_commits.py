@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from clawlog.actors import ActorDead, System, TurnFailedError
@@ -462,6 +463,35 @@ async def test_a_hold_that_runs_out_while_the_model_answers_appends_the_held_ste
     session_types = [t for t in types(events) if not t.startswith("actor.")]
     assert session_types == OPENING + (CALL_STARTS + RESULT_AND_REQUEST) * 3 + ENDED
     assert [t for append in appends for t in append] == session_types  # each once, in order
+
+
+@pytest.mark.parametrize("read_hold_s", [60.0, 0.0])
+async def test_a_daily_budget_counts_the_replies_a_hold_has_not_appended_yet(
+    tmp_path: Path, read_hold_s: float
+) -> None:
+    """The daily ledger counts a reply when it is appended; a held reply is appended with
+    the turn's end, so the next request's check adds the held replies' usage itself."""
+    spending = 10_000  # tokens a reply
+
+    def costly(request: ModelRequest) -> ModelReply:
+        answer = three_steps(request)
+        return msgspec.structs.replace(
+            answer, usage=Usage(input_tokens=spending // 2, output_tokens=spending // 2)
+        )
+
+    tool, ran, _ = lookup_tool("none")
+    budgets = Budgets(agent_daily=BudgetLimits(max_tokens=25_000))
+    config = AgentConfig(key=AGENT_KEY, read_hold_s=read_hold_s, max_tokens=100)
+    async with System.open(tmp_path / "log.db", budgets=budgets) as system:
+        await system.register_agent(config, ScriptedModel(costly), tools=[tool])
+        with pytest.raises(TurnFailedError) as failed:
+            await system.send(AGENT_KEY, KEY, "look three keys up", timeout=60)
+        events = await system.store.read_stream(SESSION_STREAM)
+    # Two replies (20,000 tokens) leave no room for a third request, held or not.
+    assert failed.value.reason == "budget_exceeded"
+    [exceeded] = [e.event for e in events if e.type == "session.budget_exceeded"]
+    assert (exceeded.scope, exceeded.iteration, exceeded.spent) == ("agent", 3, 2 * spending)  # type: ignore[union-attr]
+    assert ran == ["k0", "k1"]
 
 
 async def stop_while_a_call_runs(
