@@ -30,6 +30,10 @@ Figures, the frameworks alternating in blocks, the order rotating each round:
   ``System.open`` to the answer; and the time to re-run that session
   (``clawlog.actors.replay.rerun``, what ``clawlog replay --rerun`` runs).
 
+``--child cpu FRAMEWORK DIR TURNS`` (not part of the run) prints the turns/s and the process
+CPU per turn of 100 sessions running TURNS turns each: the ceiling of the 100-session
+figure on one GIL.
+
 Ends with ``RATIOS turns100_vs_langgraph turns100_vs_openai_agents turns100_vs_autogen
 turn_p50_overhead_us idle_kb_per_session reopen_answer_ms rerun_10k_ms commits_per_turn``.
 Goals (issue 24): turns100 ratios >= 2 against the fastest peer, p50 <= 1500 us, <= 20 KB per
@@ -287,6 +291,26 @@ def commits_per_turn(name: str, directory: Path, turns: int) -> float:
     return (fsyncs(name, directory, turns) - fsyncs(name, directory, 0)) / turns
 
 
+async def child_cpu(name: str, directory: Path, turns: int) -> dict[str, Any]:
+    """Turns/s and process CPU per turn with 100 sessions, ``turns`` turns each (after one
+    turn each to warm up): where the 100-session figure's ceiling is (BENCHMARKS.md)."""
+    quiet_peers()
+    s = subject(name, directory, turns + 1)
+    await s.open()
+
+    async def run(session: int, count: int) -> None:
+        for i in range(count):
+            assert await s.turn(f"cpu-{session}", f"question {i}") == ANSWER
+
+    await asyncio.gather(*(run(k, 1) for k in range(100)))
+    started, cpu = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(run(k, turns) for k in range(100)))
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    await s.close()
+    done = 100 * turns
+    return {"turns_per_s": done / elapsed, "cpu_ms_per_turn": cpu / done * 1e3}
+
+
 async def child_turns(name: str, directory: Path, turns: int) -> dict[str, Any]:
     quiet_peers()
     s = subject(name, directory, turns + 1)
@@ -400,6 +424,8 @@ def run_child(argv: list[str]) -> None:
     kind, *rest = argv
     if kind == "turns":
         result = asyncio.run(child_turns(rest[0], Path(rest[1]), int(rest[2])))
+    elif kind == "cpu":
+        result = asyncio.run(child_cpu(rest[0], Path(rest[1]), int(rest[2])))
     elif kind == "idle":
         result = asyncio.run(child_idle(rest[0], Path(rest[1]), int(rest[2])))
     elif kind == "reopen":
@@ -407,7 +433,7 @@ def run_child(argv: list[str]) -> None:
     elif kind == "rerun":
         result = asyncio.run(rerun_session(Path(rest[0])))
     else:
-        raise SystemExit(f"unknown child {kind!r}: turns, idle, reopen or rerun")
+        raise SystemExit(f"unknown child {kind!r}: turns, cpu, idle, reopen or rerun")
     print(json.dumps(result))
 
 
