@@ -32,8 +32,10 @@ if [ -z "${VIRTUAL_ENV:-}" ]; then
 fi
 # The install compiles the hash chain's writer loop (setup.py) against OpenSSL's headers;
 # it is optional for users, but the suite checks that it was built (tests/events).
-if [ ! -f /usr/include/openssl/sha.h ] || ! command -v gcc >/dev/null; then
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libssl-dev >/dev/null
+PY_INCLUDE=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
+if [ ! -f /usr/include/openssl/sha.h ] || ! command -v gcc >/dev/null || [ ! -f "$PY_INCLUDE/Python.h" ]; then
+  # python3-dev: the headers of Debian's own python3 (a python built from source has its own)
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libssl-dev python3-dev >/dev/null
 fi
 python3 -m pip install -q --disable-pip-version-check -e '.[test,dev]'
 # House rule 10: lint, format and type checks are part of the test command.

@@ -114,7 +114,7 @@ from .summary_trace import SummaryTrace
 from .turn_parts import recorded_parts
 from .turn_replies import Unanswered, answer_ended, fan_out
 from .turn_trace import TurnTrace
-from .usage_ledger import unrecorded_spend
+from .usage_ledger import Spent, unrecorded_spend
 
 __all__ = ["SESSION_END_HOOKS", "Session"]
 
@@ -443,7 +443,6 @@ class Session(EventSourcedActor[SessionState]):
             tool_choice=None if reset else self.config.tool_choice,
         )
         chars = fixed + self._measure.chars(self.state)  # request.messages, measured
-        staged = self._staged
         exceeded = self._meter.check(
             request,
             self.state,
@@ -451,7 +450,7 @@ class Session(EventSourcedActor[SessionState]):
             iteration=iteration,
             now=time.time(),
             request_chars=chars,
-            unrecorded=unrecorded_spend(staged.events) if staged is not None else None,
+            unrecorded=self._unrecorded(),
         )
         if exceeded is not None:
             self._stop_for_budget(exceeded)
@@ -561,14 +560,16 @@ class Session(EventSourcedActor[SessionState]):
 
         # The reply shares the commit of what it leads to: the turn's end, or the starts
         # of its calls, durable before any of them runs (.staged_append).
+        kept = self._staged  # the steps held before this reply, if any
+        count = len(kept.events) if kept is not None else 0
         self._stage(StagedAppend([replied], correlation_id=turn.turn_id, on_written=durable))
         try:
             if not calls:
                 self._complete_turn(reply.text)
                 return
             steps = self._begin_calls(calls)
-        except BaseException:
-            self._unstage()
+        except BaseException as exc:
+            self._unstage_keeping(kept, count, exc)
             raise
         for call_id, step in steps:
             self._apply_step(call_id, step)
@@ -707,7 +708,12 @@ class Session(EventSourcedActor[SessionState]):
         else:
             events = message.value.events
         if not events:
-            self._continue_if_done()
+            kept = self._staged  # the steps held before, if any
+            try:
+                self._continue_if_done()
+            except BaseException as exc:
+                self._unstage_keeping(kept, len(kept.events) if kept is not None else 0, exc)
+                raise
             return
         last = not active.futures and not active.tickets and set(turn.pending_calls) <= {call_id}
         if not last:  # never held while other calls run: durable now
@@ -719,15 +725,13 @@ class Session(EventSourcedActor[SessionState]):
         self._stage(StagedAppend(list(events), correlation_id=turn.turn_id))
         kept = self._staged
         assert kept is not None
+        count = len(kept.events)  # what was held, and this result
         try:
             self._continue_if_done()
         except BaseException as exc:
-            self._unstage()
             # Planning the request failed before its append: the result (with what was
-            # held) goes in on its own (the call may have had an effect). After a store
-            # error the failed append decides, and settling reads the log again.
-            if not (kept.written or isinstance(exc, EventStoreError)):
-                self.emit(kept.events, correlation_id=turn.turn_id)
+            # held) goes in on its own (the call may have had an effect).
+            self._unstage_keeping(kept, count, exc)
             raise
         if not self._holding():  # held with the next request while the model answers
             self._append_staged()  # nothing took it (never by design): on its own then
@@ -844,7 +848,9 @@ class Session(EventSourcedActor[SessionState]):
         if compaction.summary is None:  # recorded with the request it shrinks
             self._stage(StagedAppend([compaction.event], correlation_id=turn_id))
             return False
-        refused = summary_over_budget(self._meter, compaction, self.state, time.time())
+        refused = summary_over_budget(
+            self._meter, compaction, self.state, time.time(), self._unrecorded()
+        )
         if refused is not None:  # the turn goes on uncompacted (actors.agents.summary_budget)
             self._stage(StagedAppend(list(refused), correlation_id=turn_id))
             return False
@@ -918,7 +924,9 @@ class Session(EventSourcedActor[SessionState]):
         if compaction.summary is None:
             self.emit([compaction.event])
             return self.state.last_compaction
-        refused = summary_over_budget(self._meter, compaction, self.state, time.time())
+        refused = summary_over_budget(
+            self._meter, compaction, self.state, time.time(), self._unrecorded()
+        )
         if refused is not None:
             self.emit(refused)
             reply = self.defer_reply()
@@ -1005,6 +1013,24 @@ class Session(EventSourcedActor[SessionState]):
         read = staged_reader(self._gateway)
         for event in staged.events:
             self.state = apply_session_event(self.state, event, read)
+
+    def _unstage_keeping(self, kept: StagedAppend | None, count: int, error: BaseException) -> None:
+        """Drop what is staged (a step failed before its append), then append the first
+        ``count`` events of ``kept`` on their own, with their callbacks: the steps held
+        before the failing one (replies with their usage and spans, results), or a
+        result. Not after a store error: the failed append decides, and settling reads
+        the log again."""
+        self._unstage()
+        if kept is None or not count or kept.written or isinstance(error, EventStoreError):
+            return
+        self._stage(kept.before(count))
+        self._append_staged()
+
+    def _unrecorded(self) -> Spent | None:
+        """What the replies staged and not appended yet spent (held: .staged_append): a
+        daily budget's ledger counts them only once they are appended."""
+        staged = self._staged
+        return unrecorded_spend(staged.events) if staged is not None else None
 
     def _append_staged(self) -> None:
         """Append what is staged on its own (it must be durable before what follows)."""

@@ -117,6 +117,18 @@ class StagedAppend:
         for start, count, callback in later.on_written:
             self.on_written.append((offset + start, count, callback))
 
+    def before(self, count: int) -> StagedAppend:
+        """A new staged append of the first ``count`` events, with their envelope and the
+        callbacks of those events (what was staged before a step that failed)."""
+        part = StagedAppend(
+            self.events[:count],
+            correlation_id=self.correlation_id,
+            causation_id=self.causation_id,
+            opens_turn=self.opens_turn,
+        )
+        part.on_written = [entry for entry in self.on_written if entry[0] + entry[1] <= count]
+        return part
+
     def appended(self, records: Sequence[RecordedEvent]) -> None:
         """The append holding these events succeeded: ``records`` are theirs, in order."""
         self.written = True

@@ -29,6 +29,7 @@ from .compaction import Compaction, turn_keys
 from .metering import UsageMeter, budget_owner
 from .session_state import SessionState
 from .summarizer import ModelSummary
+from .usage_ledger import Spent
 
 __all__ = ["BUDGET_EXCEEDED", "refused_for_budget", "summary_over_budget"]
 
@@ -39,17 +40,27 @@ _log = get_logger(__name__)
 
 
 def summary_over_budget(
-    meter: UsageMeter, compaction: Compaction, state: SessionState, now: float
+    meter: UsageMeter,
+    compaction: Compaction,
+    state: SessionState,
+    now: float,
+    unrecorded: Spent | None = None,
 ) -> list[Event] | None:
     """The events recording ``compaction`` when its summary would pass a budget (its
-    pruning, if any, then the refusal), or None: write the summary."""
+    pruning, if any, then the refusal), or None: write the summary. ``unrecorded``: what
+    the session's replies not appended yet spent (:meth:`UsageMeter.check`)."""
     job = compaction.summary
     if meter.budgets is None or not isinstance(job, ModelSummary):
         return None  # no budget; nothing to write; or a re-run's summary (served as recorded)
     event = compaction.event
     request = job.request()
     exceeded = meter.check(
-        request, state, turn_id=event.turn_id, iteration=event.iteration, now=now
+        request,
+        state,
+        turn_id=event.turn_id,
+        iteration=event.iteration,
+        now=now,
+        unrecorded=unrecorded,
     )
     if exceeded is None:
         return None

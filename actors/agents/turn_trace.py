@@ -135,7 +135,16 @@ class Answered(NamedTuple):
 class TurnTrace:
     """The span (if tracing) and timings of one turn, and of its model request in flight."""
 
-    __slots__ = ("_context", "_model", "agent", "model_started", "span", "started", "turn_id")
+    __slots__ = (
+        "_answered",
+        "_context",
+        "_model",
+        "agent",
+        "model_started",
+        "span",
+        "started",
+        "turn_id",
+    )
 
     def __init__(
         self,
@@ -154,6 +163,8 @@ class TurnTrace:
         self.model_started = 0.0
         self.span: Span | None = None
         self._model: Span | None = None
+        #: The spans of replies that came and are not recorded yet (held with their step).
+        self._answered: list[Answered] = []
         #: The context with the turn span current (built once: every message needs it).
         self._context: otel_context.Context | None = None
         if not tracing_enabled():
@@ -216,7 +227,10 @@ class TurnTrace:
         reply is recorded. That may be after the next request is out (a held step:
         actors.agents.staged_append), whose span must not get this reply's attributes."""
         span, self._model = self._model, None
-        return Answered(span, time.time_ns() if span is not None else 0)
+        answered = Answered(span, time.time_ns() if span is not None else 0)
+        if span is not None:
+            self._answered.append(answered)
+        return answered
 
     def model_replied(
         self,
@@ -239,7 +253,8 @@ class TurnTrace:
         ``gen_ai.client.token.usage`` keeps the semconv's two token types (input, output):
         it defines none for cached tokens, which the span carries as parts of the input."""
         span = answered.span
-        if span is not None:
+        if span is not None and answered in self._answered:
+            self._answered.remove(answered)
             attributes = reply_attributes(usage, response_model, cost_usd)
             attributes[POSITION] = position
             if stop_reason:
@@ -303,10 +318,19 @@ class TurnTrace:
         if span is not None:  # its answer will never be recorded (cancelled, turn ended)
             span.end()
 
+    def _end_answered(self) -> None:
+        """End the spans of replies that will never be recorded now (the turn ended, or
+        the session stopped, without their append): as they were when they came."""
+        answered, self._answered = self._answered, []
+        for span, at_ns in answered:
+            if span is not None:
+                span.end(end_time=at_ns)
+
     # -- the end of the turn ------------------------------------------------------------
     def ended(self, outcome: str, position: int, reason: str = "") -> None:
         """The turn's end was recorded at ``position`` (completed | failed | cancelled)."""
         self._end_model()
+        self._end_answered()
         span, self.span, self._context = self.span, None, None
         if span is not None:
             span.set_attributes({TURN_OUTCOME: outcome, POSITION: position})
@@ -333,6 +357,7 @@ class TurnTrace:
         ``interrupted``, remembered as the cause of the resumed turn's span (its parent when
         the turn resumes in this process)."""
         self._end_model()
+        self._end_answered()
         span, self.span, self._context = self.span, None, None
         if span is not None:
             span.set_attribute(TURN_OUTCOME, OUTCOME_INTERRUPTED)

@@ -155,10 +155,15 @@ Outcome = list[StoredRecord] | None | BaseException | tuple[str, int, int]
 class BatchWriter:
     """Turns a batch of requests into one transaction. Owns the cached log head."""
 
-    def __init__(self, max_batch: int, *, chained: bool = True) -> None:
+    def __init__(
+        self, max_batch: int, *, chained: bool = True, seal: Sealer | None = compiled_seal
+    ) -> None:
         self.max_batch = max_batch
         #: Hash each row into the chain (always, but for the benchmark of its cost).
         self.chained = chained
+        #: The compiled hashing loop, or None for the Python one (where it was not built;
+        #: tests/events runs both).
+        self.seal = seal
         self.head = 0
         #: The hash of the event at ``head`` (what the next one links to).
         self.head_hash: bytes | bytearray = GENESIS
@@ -212,7 +217,7 @@ class BatchWriter:
         # Deciding only reads what this thread committed (one writer per file), so it
         # happens before BEGIN and the write lock is held just for the inserts.
         prev = self.head_hash if self.chained else None
-        plan = _Plan(self.head, time.time(), prev, self.suffixes)
+        plan = _Plan(self.head, time.time(), prev, self.suffixes, self.seal)
         planned, cached = plan.versions, self.versions
         outcomes: list[Outcome] = []
         for request in batch:
@@ -309,13 +314,19 @@ class _Plan:
         "plain",
         "prev",
         "repeats",
+        "seal_rows",
         "snapshots",
         "suffixes",
         "versions",
     )
 
     def __init__(
-        self, head: int, now: float, prev: bytes | bytearray | None, suffixes: Suffixes
+        self,
+        head: int,
+        now: float,
+        prev: bytes | bytearray | None,
+        suffixes: Suffixes,
+        seal: Sealer | None = compiled_seal,
     ) -> None:
         self.head = head
         self.now = now
@@ -329,6 +340,8 @@ class _Plan:
         #: The plain rows before this index carry their hash.
         self.hashed = 0
         self.suffixes = suffixes
+        #: The compiled loop, or None: :func:`seal_in_python`.
+        self.seal_rows = seal
 
     def add(
         self, stream: str, version: int, records: Sequence[NewRecord], meta: EventMetadata
@@ -375,10 +388,10 @@ class _Plan:
         """Hash the plain rows planned since the last call, in one call."""
         if self.prev is None or self.hashed == len(self.plain):
             return
-        if compiled_seal is None:
+        if self.seal_rows is None:
             self.prev = seal_in_python(self.prev, self.plain, self.hashed, self.suffixes)
         else:
-            self.prev = compiled_seal(self.prev, self.plain, self.hashed)
+            self.prev = self.seal_rows(self.prev, self.plain, self.hashed)
         self.hashed = len(self.plain)
 
     def _chain(self, rows: list[tuple[Any, ...]], envelope: bytes) -> list[tuple[Any, ...]]:
@@ -386,8 +399,8 @@ class _Plan:
         ``self.prev`` on."""
         prev = self.prev
         assert prev is not None
-        if compiled_seal is not None:
-            self.prev = compiled_seal(prev, rows, 0)
+        if self.seal_rows is not None:
+            self.prev = self.seal_rows(prev, rows, 0)
             return rows
         chained = []
         for row in rows:

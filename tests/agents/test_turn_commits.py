@@ -494,6 +494,47 @@ async def test_a_daily_budget_counts_the_replies_a_hold_has_not_appended_yet(
     assert ran == ["k0", "k1"]
 
 
+def breaks_on_second_call(args: Any) -> bool:
+    """An approval check with a defect: it breaks on the second call (``k1``)."""
+    if args.get("key") == "k1":
+        raise RuntimeError("the approval check broke")
+    return False
+
+
+async def test_a_step_that_fails_keeps_the_steps_held_before_it(tmp_path: Path) -> None:
+    ran: list[str] = []
+
+    async def lookup(ctx: object, args: dict[str, Any]) -> str:
+        ran.append(str(args["key"]))
+        return f"value of {args['key']}"
+
+    breaks = FunctionTool(
+        "lookup",
+        lookup,
+        description="Look a key up",
+        parameters={"type": "object", "properties": {"key": {"type": "string"}}},
+        approval_for=breaks_on_second_call,
+        side_effects="none",
+    )
+    backend = AppendCountingBackend(tmp_path / "log.db")
+    config = AgentConfig(key=AGENT_KEY, read_hold_s=3600.0)  # held to the end
+    async with System.open(backend) as system:
+        await system.register_agent(config, ScriptedModel(three_steps), tools=[breaks])
+        with pytest.raises(TurnFailedError) as failed:
+            await system.send(AGENT_KEY, KEY, "look three keys up", timeout=60)
+        await asyncio.wait_for(wait_for_type(system, SESSION_STREAM, "session.turn_failed"), 60)
+        events = await system.store.read_stream(SESSION_STREAM)
+    assert failed.value.reason == "crashed" and ran == ["k0"]
+    # The first step (its reply with its usage, the call, its result) and the request
+    # after it were held when the second reply's step failed: they go into the log on
+    # their own, before the failure, and the failing reply does not.
+    assert [*CALL_STARTS, *RESULT_AND_REQUEST] in backend.appends[SESSION_STREAM]
+    session_types = [t for t in types(events) if not t.startswith("actor.")]
+    assert session_types[: len(OPENING) + 5] == OPENING + CALL_STARTS + RESULT_AND_REQUEST
+    assert session_types.count("session.model_replied") == 1
+    assert session_types[-1] == "session.turn_failed"
+
+
 async def stop_while_a_call_runs(
     log: Path, config: AgentConfig, tool: FunctionTool, running: threading.Event, until: str = ""
 ) -> list[Any]:

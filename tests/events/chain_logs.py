@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from clawlog.events import ANY, EventMetadata, EventStore, SqliteBackend, open_store
+from clawlog.events.backends.sqlite_writer import BatchWriter
 from clawlog.events.chain import GENESIS, row_link
 from clawlog.events.domain.actor import ActorStarted
 
@@ -153,12 +154,22 @@ class ChainLog:
         )
 
 
+class PythonHashingBackend(SqliteBackend):
+    """The SQLite backend whose writer hashes in Python, as where the compiled loop
+    (events/_chain_seal.c) could not be built: the writer's seam for it."""
+
+    def _batch_writer(self) -> BatchWriter:
+        return BatchWriter(self._max_batch, seal=None)
+
+
 class SqliteChainLog(ChainLog):
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, python_hashing: bool = False) -> None:
         self.path = path
+        self.python_hashing = python_hashing
 
     async def open(self, *, writer: bool = False) -> EventStore:
-        return await open_store(SqliteBackend(self.path, read_only=not writer))
+        kind = PythonHashingBackend if self.python_hashing else SqliteBackend
+        return await open_store(kind(self.path, read_only=not writer))
 
     async def run(self, *statements: Statement) -> None:
         conn = sqlite3.connect(self.path, isolation_level=None)

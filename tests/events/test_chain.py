@@ -113,12 +113,15 @@ async def test_every_hash_is_the_documented_encoding(log: SqliteChainLog) -> Non
     )
 
 
-async def test_one_batch_of_every_kind_of_append_hashes_as_documented(tmp_path: Path) -> None:
+@pytest.mark.parametrize("python_hashing", [False, True], ids=["compiled", "python"])
+async def test_one_batch_of_every_kind_of_append_hashes_as_documented(
+    tmp_path: Path, python_hashing: bool
+) -> None:
     """Appends that land in one group commit: plain single and multi-event ones, several
     types in one append, metadata, a repeated idempotency key, non-ASCII text, a schema
-    version above 1. The writer's hashes (computed with cached parts of
-    the encoding) are chain.link's, row after row."""
-    log = SqliteChainLog(tmp_path / "batch.db")
+    version above 1. The writer's hashes (computed with cached parts of the encoding, by
+    the compiled loop or the Python one) are chain.link's, row after row."""
+    log = SqliteChainLog(tmp_path / "batch.db", python_hashing=python_hashing)
     store = await log.open(writer=True)
     started, stopped = ActorStarted(path="p", kind="w"), ActorStopped(path="p", reason="done")
     meta = EventMetadata(correlation_id="turn", causation_id="c", actor="a/b")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,8 @@ from clawlog.actors.agents import AgentConfig
 from clawlog.actors.errors import ModelServerError
 from clawlog.actors.mcp import McpServerConfig, mcp_servers
 from clawlog.actors.providers import ModelReply, ModelRequest, ScriptedModel, calls, reply
-from clawlog.events import RecordedEvent
+from clawlog.events import EventMetadata, InvalidAppend, NewRecord, RecordedEvent, StoredRecord
+from clawlog.events.backends.sqlite import SqliteBackend
 from clawlog.events.telemetry import (
     CHANNEL,
     CORRELATION,
@@ -278,6 +280,43 @@ async def test_a_cancelled_turn_ends_its_span_ok_with_its_outcome(
     assert span.attributes[POSITION] == positions(session, "session.turn_cancelled")[0]
     chat = telemetry.span("chat gated")  # never answered: ended with the turn, no position
     assert chat.attributes is not None and POSITION not in chat.attributes
+
+
+class RefusesTheTurnsEnd(SqliteBackend):
+    """The SQLite backend, refusing the append that ends a turn (with its reply)."""
+
+    def append(
+        self,
+        stream: str,
+        records: Sequence[NewRecord],
+        expected_version: int,
+        metadata: EventMetadata,
+    ) -> asyncio.Future[list[StoredRecord]]:
+        if any(r.type == "session.turn_completed" for r in records):
+            refused: asyncio.Future[list[StoredRecord]] = asyncio.get_running_loop().create_future()
+            refused.set_exception(InvalidAppend("refused for the test"))
+            return refused
+        return super().append(stream, records, expected_version, metadata)
+
+
+async def test_a_reply_whose_append_is_refused_still_ends_its_span(
+    tmp_path: Path, telemetry: Telemetry
+) -> None:
+    """A reply's span leaves the turn when the reply comes and gets its attributes when
+    the reply is recorded; one never recorded ends with the turn, without a position."""
+    async with System.open(RefusesTheTurnsEnd(tmp_path / "log.db")) as system:
+        await system.register_agent(AgentConfig(key="main"), ScriptedModel([reply("hi")]))
+        try:
+            await system.send("main", "u", "hello", timeout=60)
+        except TurnFailedError as exc:
+            assert exc.reason == "append_refused"
+        else:
+            raise AssertionError("the turn should have failed")
+    chat = telemetry.span("chat scripted")
+    assert chat.end_time is not None
+    assert chat.attributes is not None and POSITION not in chat.attributes
+    turn = telemetry.span("invoke_agent main")
+    assert chat.parent is not None and chat.parent.span_id == turn.context.span_id
 
 
 async def test_the_applications_span_is_the_parent_of_the_turn(
