@@ -39,7 +39,10 @@ outside the session before that commit:
   restart cannot redo: it asks the model again from the last request in the log and runs
   the reads again. When the hold runs out first (a slow read, a model still answering),
   what is held is appended on its own, so a reader of the log sees the calls running or
-  the request out; a stop appends it with ``actor.stopped``.
+  the request out; a stop appends it with ``actor.stopped``. A step that fails before
+  its append (a defect deciding a call, a request that cannot be planned) drops only its
+  own events: the steps held before it are appended on their own first, with their
+  callbacks (a reply's usage reaches the daily ledger, its span its attributes).
 
 What must be durable before a side effect starts stays its own commit before it: the
 starts of a reply's calls (with the reply) before any of them runs, and the turn's start
