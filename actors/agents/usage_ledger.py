@@ -104,17 +104,17 @@ class UsageLedger:
     def add(self, recorded: RecordedEvent, agent: str, user: str) -> None:
         """Count a model call the caller just recorded: a ``ModelReplied``, or a
         ``SessionCompacted`` whose summary a model wrote (other events count nothing)."""
-        event = recorded.event
-        if not isinstance(event, ModelReplied | SessionCompacted) or not _called(event):
+        charge = _charge(recorded.event)
+        if charge is None:
             return
-        tokens = event.usage.input_tokens + event.usage.output_tokens
+        tokens, cost = charge
         entry = (recorded.position, agent, user, utc_day(recorded.recorded_at), tokens)
         with self._lock:
             if self._loaded_through is not None:
                 if recorded.position > self._loaded_through:
-                    self._count(*entry[1:], event.cost_usd)
+                    self._count(*entry[1:], cost)
             elif self._buffer is not None:
-                self._buffer.append((*entry, event.cost_usd))
+                self._buffer.append((*entry, cost))
 
     def _count(self, agent: str, user: str, day: str, tokens: int, cost: float | None) -> None:
         for key in (("agent", agent, day), ("user", user, day)):
@@ -203,10 +203,9 @@ class UsageLedger:
         if isinstance(event, TurnStarted):
             if event.user:
                 users[recorded.stream] = event.user
-        elif isinstance(event, ModelReplied | SessionCompacted) and _called(event):
-            tokens = event.usage.input_tokens + event.usage.output_tokens
+        elif (charge := _charge(event)) is not None:
             stream = recorded.stream
-            found.append((agents[stream], users.get(stream, ""), day, tokens, event.cost_usd))
+            found.append((agents[stream], users.get(stream, ""), day, *charge))
 
 
 def unrecorded_spend(events: Iterable[Event]) -> Spent:
@@ -215,18 +214,22 @@ def unrecorded_spend(events: Iterable[Event]) -> Spent:
     actors.agents.staged_append), which its next budget check must count too."""
     spent = Spent()
     for event in events:
-        if isinstance(event, ModelReplied | SessionCompacted) and _called(event):
-            tokens = event.usage.input_tokens + event.usage.output_tokens
-            spent = spent.plus(tokens, event.cost_usd)
+        if (charge := _charge(event)) is not None:
+            spent = spent.plus(*charge)
     return spent
 
 
-def _called(event: ModelReplied | SessionCompacted) -> bool:
-    """True when the event records a model call (a compaction that only pruned made none)."""
-    if isinstance(event, ModelReplied):
-        return True
-    usage = event.usage
-    return bool(event.summary or event.model or usage.input_tokens or usage.output_tokens)
+def _charge(event: object) -> tuple[int, float | None] | None:
+    """The tokens and cost of the model call ``event`` records (a ``ModelReplied``, or a
+    ``SessionCompacted`` whose summary a model wrote), or None: it records none (a
+    compaction that only pruned, any other event)."""
+    if isinstance(event, SessionCompacted):
+        usage = event.usage
+        if not (event.summary or event.model or usage.input_tokens or usage.output_tokens):
+            return None
+    elif not isinstance(event, ModelReplied):
+        return None
+    return event.usage.input_tokens + event.usage.output_tokens, event.cost_usd
 
 
 async def _first_position_at(store: LogReader, start: float, head: int) -> int:
