@@ -19,13 +19,12 @@ for is durable, with that event's log position.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import hashlib
 import time
 import uuid
 from collections import deque
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -108,7 +107,7 @@ from .session_state import (
     TurnState,
     apply_session_event,
 )
-from .staged_append import StagedAppend, scratch_state, staged_reader
+from .staged_append import Hold, StagedAppend, scratch_state, staged_reader
 from .summary_budget import refused_for_budget, summary_over_budget
 from .summary_trace import SummaryTrace
 from .turn_parts import recorded_parts
@@ -217,13 +216,8 @@ class Session(EventSourcedActor[SessionState]):
         self._summary: _Summary | None = None
         #: Events decided for the step's next append, not appended yet (.staged_append).
         self._staged: StagedAppend | None = None
-        #: The staged reply and starts of calls that only read, held while they run (up
-        #: to ``config.read_hold_s``), and the number of that hold (.staged_append).
-        self._held: StagedAppend | None = None
-        self._hold = 0
-        #: When the hold in progress runs out (``time.monotonic()``): measured from its
-        #: first held step, however many steps join it.
-        self._hold_due = 0.0
+        #: Read-only steps held while they run and the model answers (.staged_append).
+        self._hold = Hold(config.read_hold_s)
 
     # -- fold ---------------------------------------------------------------------------
     def initial_state(self) -> SessionState:
@@ -308,7 +302,7 @@ class Session(EventSourcedActor[SessionState]):
             case SettleTurn():
                 self._on_settle()
             case HoldEnded():
-                if message.hold == self._hold and self._holding():
+                if message.hold == self._hold.number and self._holding():
                     self._append_staged()  # calls still run: their starts are durable now
             case _:
                 return super().handle(message)
@@ -477,7 +471,7 @@ class Session(EventSourcedActor[SessionState]):
         trace.model_requested(self.model.name, self.model.provider, iteration)
         calling = self._model_call(request, iteration)
         if held:
-            calling = self._run_held(calling, self._hold, self._hold_due)
+            calling = self._hold.run(calling, self._hold_ended)
         with trace.model_current():  # the provider's own I/O spans (httpx...) nest in it
             self._active.futures[key] = self.pipe(
                 _timed(calling), "model", key=key, correlation_id=turn.turn_id
@@ -591,9 +585,8 @@ class Session(EventSourcedActor[SessionState]):
                 step = msgspec.structs.replace(step, events=[])
             steps.append((tool_call.id, step))
         if self._may_hold(calls, steps):
-            if not self._holding():  # a new hold (one held already goes on to its due time)
-                self._hold_due = time.monotonic() + self.config.read_hold_s
-            self._held, self._hold = self._staged, self._hold + 1
+            assert self._staged is not None
+            self._hold.take(self._staged)
         else:
             self._append_staged()
         return steps
@@ -603,14 +596,14 @@ class Session(EventSourcedActor[SessionState]):
         runs now (none waits for a person or was refused) and only reads, so a crash
         before they are appended loses nothing a restart would not redo (it asks the
         model again and runs them again)."""
-        if self.config.read_hold_s <= 0 or self._staged is None:
+        if self._hold.seconds <= 0 or self._staged is None:
             return False
         side_effects = getattr(self._gateway, "side_effects", None)
         if side_effects is None:
             return False
         if any(step.outcome != "ready" for _, step in steps):
             return False
-        if self._holding() and time.monotonic() >= self._hold_due:
+        if self._holding() and self._hold.ran_out():
             return False  # the hold ran out: what it held is appended with these starts
         return all(side_effects(call) == "none" for call in calls)
 
@@ -625,22 +618,15 @@ class Session(EventSourcedActor[SessionState]):
             self._holding()
             and staged is not None
             and not staged.opens_turn
-            and time.monotonic() < self._hold_due
+            and not self._hold.ran_out()
         )
 
     def _holding(self) -> bool:
-        return self._held is not None and self._staged is self._held
+        return self._hold.holds(self._staged)
 
-    async def _run_held(self, running: Coroutine[Any, Any, Any], hold: int, due: float) -> Any:
-        """Run a held call or model request (on the hub); at ``due`` (``time.monotonic``)
-        tell the session to append what it holds."""
-        loop = asyncio.get_running_loop()
-        delay = max(0.0, due - time.monotonic())
-        timer = loop.call_later(delay, self._tell_self, HoldEnded(hold=hold))
-        try:
-            return await running
-        finally:
-            timer.cancel()
+    def _hold_ended(self, number: int) -> None:
+        """On the hub: the hold ``number`` ran out while a held call or request ran."""
+        self._tell_self(HoldEnded(hold=number))
 
     def _apply_step(self, call_id: str, step: CallStep) -> None:
         turn, active = self.state.turn, self._active
@@ -655,7 +641,7 @@ class Session(EventSourcedActor[SessionState]):
             key = f"{turn.turn_id}:{call_id}"
             running = self._gateway.run(step.ticket)
             if self._holding():
-                running = self._run_held(running, self._hold, self._hold_due)
+                running = self._hold.run(running, self._hold_ended)
             active.futures[key] = self.pipe(running, "tool", key=key, correlation_id=turn.turn_id)
         elif step.outcome == "approval":  # its timer is armed from the log (actors.timers)
             active.tickets[call_id] = step.ticket
@@ -708,12 +694,7 @@ class Session(EventSourcedActor[SessionState]):
         else:
             events = message.value.events
         if not events:
-            kept = self._staged  # the steps held before, if any
-            try:
-                self._continue_if_done()
-            except BaseException as exc:
-                self._unstage_keeping(kept, len(kept.events) if kept is not None else 0, exc)
-                raise
+            self._continue_keeping()
             return
         last = not active.futures and not active.tickets and set(turn.pending_calls) <= {call_id}
         if not last:  # never held while other calls run: durable now
@@ -721,18 +702,11 @@ class Session(EventSourcedActor[SessionState]):
             self._continue_if_done()
             return
         # The last result shares the next request's commit, made now (.staged_append);
-        # so do the reply and starts of its step when they were held while it ran.
+        # so do the reply and starts of its step when they were held while it ran. If
+        # planning the request fails, the result (with what was held) goes in on its own
+        # (the call may have had an effect).
         self._stage(StagedAppend(list(events), correlation_id=turn.turn_id))
-        kept = self._staged
-        assert kept is not None
-        count = len(kept.events)  # what was held, and this result
-        try:
-            self._continue_if_done()
-        except BaseException as exc:
-            # Planning the request failed before its append: the result (with what was
-            # held) goes in on its own (the call may have had an effect).
-            self._unstage_keeping(kept, count, exc)
-            raise
+        self._continue_keeping()
         if not self._holding():  # held with the next request while the model answers
             self._append_staged()  # nothing took it (never by design): on its own then
 
@@ -976,7 +950,8 @@ class Session(EventSourcedActor[SessionState]):
         idempotency_key: str | None = None,
     ) -> list[RecordedEvent]:
         """Append ``events`` after what is staged, in one append; return ``events``' records."""
-        staged, self._staged, self._held = self._staged, None, None
+        staged, self._staged = self._staged, None
+        self._hold.release()
         if staged is None:
             return super().emit(
                 events,
@@ -1014,6 +989,17 @@ class Session(EventSourcedActor[SessionState]):
         for event in staged.events:
             self.state = apply_session_event(self.state, event, read)
 
+    def _continue_keeping(self) -> None:
+        """:meth:`_continue_if_done`; if it fails, what was staged before it (held steps,
+        a result) is kept: :meth:`_unstage_keeping`."""
+        kept = self._staged
+        count = len(kept.events) if kept is not None else 0
+        try:
+            self._continue_if_done()
+        except BaseException as exc:
+            self._unstage_keeping(kept, count, exc)
+            raise
+
     def _unstage_keeping(self, kept: StagedAppend | None, count: int, error: BaseException) -> None:
         """Drop what is staged (a step failed before its append), then append the first
         ``count`` events of ``kept`` on their own, with their callbacks: the steps held
@@ -1040,7 +1026,8 @@ class Session(EventSourcedActor[SessionState]):
     def _unstage(self) -> None:
         """Drop what is staged (the step failed before its append): the state is the
         log's again."""
-        staged, self._staged, self._held = self._staged, None, None
+        staged, self._staged = self._staged, None
+        self._hold.release()
         if staged is not None and staged.held is not None:
             self.state = staged.held
             self._measure.forget()  # it measured the staged messages

@@ -51,7 +51,10 @@ starts of a reply's calls (with the reply) before any of them runs, and the turn
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
 import msgspec
 
@@ -61,6 +64,7 @@ from .gateway import ToolGateway
 from .session_state import SessionState, ToolEventReader
 
 __all__ = [
+    "Hold",
     "StagedAppend",
     "WrittenCallback",
     "scratch_state",
@@ -141,6 +145,58 @@ class StagedAppend:
     def causation(self, causation_id: str | None) -> str | None:
         """The cause of the shared append: the staged one, else that of the later events."""
         return self.causation_id or causation_id
+
+
+class Hold:
+    """A session's hold of read-only steps (the module's docstring): the staged append it
+    holds, the hold's number (an end told for an older one is stale) and when it runs out
+    (``time.monotonic``), measured from its first step."""
+
+    __slots__ = ("due", "held", "number", "seconds")
+
+    def __init__(self, seconds: float) -> None:
+        #: How long a hold may last (``AgentConfig.read_hold_s``; 0: nothing is held).
+        self.seconds = seconds
+        self.held: StagedAppend | None = None
+        self.number = 0
+        self.due = 0.0
+
+    def holds(self, staged: StagedAppend | None) -> bool:
+        """Whether ``staged`` (the session's staged append) is what is held."""
+        return self.held is not None and staged is self.held
+
+    def ran_out(self) -> bool:
+        return time.monotonic() >= self.due
+
+    def take(self, staged: StagedAppend) -> None:
+        """Hold ``staged`` through one more step: a new hold runs out ``seconds`` from
+        now, one going on keeps its due time."""
+        if not self.holds(staged):
+            self.due = time.monotonic() + self.seconds
+        self.held, self.number = staged, self.number + 1
+
+    def release(self) -> None:
+        """What was held is appended or dropped."""
+        self.held = None
+
+    def run(
+        self, running: Coroutine[Any, Any, Any], ended: Callable[[int], None]
+    ) -> Coroutine[Any, Any, Any]:
+        """``running`` (a held call or model request, run on the hub), calling ``ended``
+        with this hold's number if the hold runs out first (the session then appends
+        what it holds)."""
+        return _run_held(running, ended, self.number, self.due)
+
+
+async def _run_held(
+    running: Coroutine[Any, Any, Any], ended: Callable[[int], None], number: int, due: float
+) -> Any:
+    loop = asyncio.get_running_loop()
+    timer = loop.call_later(max(0.0, due - time.monotonic()), ended, number)
+    try:
+        return await running
+    finally:
+        timer.cancel()
 
 
 def scratch_state(state: SessionState) -> SessionState:

@@ -326,7 +326,7 @@ class _Plan:
         now: float,
         prev: bytes | bytearray | None,
         suffixes: Suffixes,
-        seal: Sealer | None = compiled_seal,
+        seal: Sealer | None,
     ) -> None:
         self.head = head
         self.now = now
