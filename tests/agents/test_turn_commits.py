@@ -14,7 +14,7 @@ import signal
 import sqlite3
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -265,10 +265,13 @@ def three_steps(request: ModelRequest) -> ModelReply:
 
 
 def lookup_tool(
-    side_effects: SideEffects = "external", gate: asyncio.Event | None = None
+    side_effects: SideEffects = "external",
+    gate: asyncio.Event | None = None,
+    approval_for: Callable[[Any], bool] | None = None,
 ) -> tuple[FunctionTool, list[str], threading.Event]:
     """A ``lookup`` tool, the keys it ran with, and an event set when it runs. With
-    ``gate`` it waits for it (a slow tool) before answering."""
+    ``gate`` it waits for it (a slow tool) before answering; ``approval_for`` is its
+    per-call approval check."""
     ran: list[str] = []
     running = threading.Event()
 
@@ -288,9 +291,19 @@ def lookup_tool(
             "properties": {"key": {"type": "string"}},
             "required": ["key"],
         },
+        approval_for=approval_for,
         side_effects=side_effects,
     )
     return tool, ran, running
+
+
+async def crashed_turn(system: System, text: str) -> tuple[TurnFailedError, list[Any]]:
+    """Send ``text`` in a turn that fails: the error its sender hears, and the session's
+    events once the restarted session has recorded the turn's end."""
+    with pytest.raises(TurnFailedError) as failed:
+        await system.send(AGENT_KEY, KEY, text, timeout=60)
+    await asyncio.wait_for(wait_for_type(system, SESSION_STREAM, "session.turn_failed"), 60)
+    return failed.value, await system.store.read_stream(SESSION_STREAM)
 
 
 class HangsAfterOneCall:
@@ -502,29 +515,13 @@ def breaks_on_second_call(args: Any) -> bool:
 
 
 async def test_a_step_that_fails_keeps_the_steps_held_before_it(tmp_path: Path) -> None:
-    ran: list[str] = []
-
-    async def lookup(ctx: object, args: dict[str, Any]) -> str:
-        ran.append(str(args["key"]))
-        return f"value of {args['key']}"
-
-    breaks = FunctionTool(
-        "lookup",
-        lookup,
-        description="Look a key up",
-        parameters={"type": "object", "properties": {"key": {"type": "string"}}},
-        approval_for=breaks_on_second_call,
-        side_effects="none",
-    )
+    breaks, ran, _ = lookup_tool("none", approval_for=breaks_on_second_call)
     backend = AppendCountingBackend(tmp_path / "log.db")
     config = AgentConfig(key=AGENT_KEY, read_hold_s=3600.0)  # held to the end
     async with System.open(backend) as system:
         await system.register_agent(config, ScriptedModel(three_steps), tools=[breaks])
-        with pytest.raises(TurnFailedError) as failed:
-            await system.send(AGENT_KEY, KEY, "look three keys up", timeout=60)
-        await asyncio.wait_for(wait_for_type(system, SESSION_STREAM, "session.turn_failed"), 60)
-        events = await system.store.read_stream(SESSION_STREAM)
-    assert failed.value.reason == "crashed" and ran == ["k0"]
+        failed, events = await crashed_turn(system, "look three keys up")
+    assert failed.reason == "crashed" and ran == ["k0"]
     # The first step (its reply with its usage, the call, its result) and the request
     # after it were held when the second reply's step failed: they go into the log on
     # their own, before the failure, and the failing reply does not.
@@ -680,12 +677,9 @@ async def test_a_result_is_kept_when_the_next_request_cannot_be_planned(
     async with System.open(backend) as system:
         system.prompt_for(AGENT_KEY).add_section("breaks", failing_section)
         await system.register_agent(config, ScriptedModel(three_steps), tools=[tool])
-        with pytest.raises(TurnFailedError) as failed:
-            await system.send(AGENT_KEY, KEY, "look a key up", timeout=60)
         # The sender hears it first; the restarted session then records the turn's end.
-        await asyncio.wait_for(wait_for_type(system, SESSION_STREAM, "session.turn_failed"), 60)
-        events = await system.store.read_stream(SESSION_STREAM)
-    assert failed.value.reason == "crashed" and ran == ["k0"]
+        failed, events = await crashed_turn(system, "look a key up")
+    assert failed.reason == "crashed" and ran == ["k0"]
     # The request never went out, but the result is in the log, on its own (the call may
     # have had an effect; one that only reads, with its held reply and start), and the
     # turn ends without calling the call interrupted.
